@@ -1,0 +1,12 @@
+// Package accesstoken defines the svc_at_ access token: a compact JWS
+// (RFC 7515) in the JWT profile for OAuth 2.0 access tokens (RFC 9068),
+// prefixed with "svc_at_" so that a token is recognisable in logs and
+// secret scanners.
+//
+// It provides the signing key set (a JWK set file, RFC 7517), an Issuer that
+// signs tokens with the set's active key, and a Verifier that checks a token's
+// signature against a public key set and its registered claims against an
+// injected clock. Whether the client behind a token is still in good standing
+// (credential generation, revocation) is not decided here: that state lives in
+// Redis and is read by package clients.
+package accesstoken

@@ -1,0 +1,154 @@
+package accesstoken
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/lestrrat-go/jwx/v3/jwa"
+	"github.com/lestrrat-go/jwx/v3/jwk"
+	"github.com/lestrrat-go/jwx/v3/jws"
+	"github.com/lestrrat-go/jwx/v3/jws/jwsbb"
+)
+
+// MaxTokenLength bounds what Verify reads; a real token is under 600 bytes.
+const MaxTokenLength = 4096
+
+// Leeway tolerated on "iat" for clocks of different replicas.
+const Leeway = 30 * time.Second
+
+// KeySource supplies the public keys that may have signed a token: a static
+// set, or the token service's JWKS fetched and cached by jwk.Cache.
+type KeySource interface {
+	KeySet() (jwk.Set, error)
+}
+
+// StaticKeys is a KeySource over a fixed set.
+type StaticKeys struct{ Set jwk.Set }
+
+// KeySet returns the fixed set.
+func (s StaticKeys) KeySet() (jwk.Set, error) { return s.Set, nil }
+
+// Verifier checks access tokens: signature (jwx), then claims.
+type Verifier struct {
+	keys     KeySource
+	issuer   string
+	audience string
+	now      func() time.Time
+}
+
+// NewVerifier returns a Verifier for tokens of issuer for audience. now is
+// the clock (nil: time.Now).
+func NewVerifier(keys KeySource, issuer, audience string, now func() time.Time) *Verifier {
+	if now == nil {
+		now = time.Now
+	}
+	return &Verifier{keys: keys, issuer: issuer, audience: audience, now: now}
+}
+
+// Verify returns the claims of a valid token (with its "svc_at_" prefix).
+// The signature is checked by jwx with the key named by "kid" and that key's
+// own algorithm, so "alg": "none", HMAC with a public key as secret, or an
+// algorithm other than the key's are refused (RFC 8725 section 3.1).
+func (v *Verifier) Verify(token string) (*Claims, error) {
+	c, err := v.VerifySignature(token)
+	if err != nil {
+		return nil, err
+	}
+	if err := v.CheckTime(c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// VerifySignature checks everything but time: format, header, signature,
+// issuer, audience and the presence of every claim. Its result may be cached
+// until the token's "exp"; CheckTime must still run on every use.
+func (v *Verifier) VerifySignature(token string) (*Claims, error) {
+	if len(token) > MaxTokenLength || !strings.HasPrefix(token, Prefix) {
+		return nil, ErrMalformed
+	}
+	compact := []byte(token[len(Prefix):])
+	hdr, _, _, err := jwsbb.SplitCompact(compact)
+	if err != nil {
+		return nil, ErrMalformed
+	}
+	h := jwsbb.HeaderParseCompact(hdr)
+	typ, err := jwsbb.HeaderGetString(h, jws.TypeKey)
+	// RFC 9068 section 4: reject tokens whose typ is not at+jwt.
+	if err != nil || !strings.EqualFold(strings.TrimPrefix(typ, "application/"), TypeHeader) {
+		return nil, ErrHeader
+	}
+	kid, err := jwsbb.HeaderGetString(h, jws.KeyIDKey)
+	if err != nil || kid == "" {
+		return nil, ErrHeader
+	}
+	set, err := v.keys.KeySet()
+	if err != nil {
+		return nil, fmt.Errorf("key set: %w", err)
+	}
+	key, ok := set.LookupKeyID(kid)
+	if !ok {
+		return nil, ErrUnknownKey
+	}
+	alg, err := keyAlgorithm(key)
+	if err != nil {
+		return nil, ErrUnknownKey
+	}
+	raw, err := rawPublic(key, alg)
+	if err != nil {
+		return nil, ErrUnknownKey
+	}
+	payload, err := jws.VerifyCompactFast(raw, compact, alg)
+	if err != nil {
+		return nil, ErrSignature
+	}
+	// The claims are this service's own fixed set, decoded into a struct:
+	// jwt.Parse would build a generic map-backed token for the same checks.
+	var c Claims
+	if err := json.Unmarshal(payload, &c); err != nil {
+		return nil, ErrClaims
+	}
+	if c.Issuer != v.issuer {
+		return nil, ErrIssuer
+	}
+	if c.Audience != v.audience {
+		return nil, ErrAudience
+	}
+	if c.ClientID == "" || c.Subject != c.ClientID || c.ID == "" || c.ExpiresAt == 0 || c.IssuedAt == 0 || c.Generation <= 0 {
+		return nil, ErrClaims
+	}
+	if c.ExpiresAt-c.IssuedAt > int64(Lifetime/time.Second) {
+		return nil, ErrClaims
+	}
+	return &c, nil
+}
+
+// CheckTime checks "exp" and "iat" against the verifier's clock
+// (RFC 7519 sections 4.1.4 and 4.1.6).
+func (v *Verifier) CheckTime(c *Claims) error {
+	now := v.now()
+	if now.Unix() >= c.ExpiresAt {
+		return ErrExpired
+	}
+	if time.Unix(c.IssuedAt, 0).After(now.Add(Leeway)) {
+		return ErrNotYet
+	}
+	return nil
+}
+
+// Now is the verifier's clock.
+func (v *Verifier) Now() time.Time { return v.now() }
+
+func rawPublic(key jwk.Key, alg jwa.SignatureAlgorithm) (any, error) {
+	pub, err := key.PublicKey()
+	if err != nil {
+		return nil, err
+	}
+	var raw any
+	if err := jwk.Export(pub, &raw); err != nil {
+		return nil, err
+	}
+	return raw, nil
+}

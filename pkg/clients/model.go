@@ -1,0 +1,174 @@
+package clients
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Audiences: the kinds of partner (spec: Client description).
+const (
+	AudiencePharma     = "pharma"
+	AudienceHospital   = "hospital"
+	AudiencePSPPartner = "psp_partner"
+)
+
+// Environments of an organisation.
+const (
+	EnvironmentSandbox = "sandbox"
+	EnvironmentLive    = "live"
+)
+
+// Client statuses.
+const (
+	StatusActive  = "active"
+	StatusRevoked = "revoked"
+)
+
+// Scopes (spec: Authentication, Scopes).
+const (
+	ScopeProgrammeMetricsRead = "programme.metrics.read"
+	ScopeEventsSubscribe      = "events.subscribe"
+	ScopePatientsRead         = "patients.read"
+	ScopeReferralsWrite       = "referrals.write"
+)
+
+// Defaults (spec: Limits).
+const (
+	DefaultRateLimitPerMinute      = 120
+	DefaultTokenRateLimitPerMinute = 30
+	MaxRateLimitPerMinute          = 100_000_000
+)
+
+// AllScopes lists every scope, in the spec's order.
+var AllScopes = []string{ScopeProgrammeMetricsRead, ScopeEventsSubscribe, ScopePatientsRead, ScopeReferralsWrite}
+
+// patientScopes are granted to hospital clients only (spec: Scopes, rule 1).
+var patientScopes = []string{ScopePatientsRead, ScopeReferralsWrite}
+
+// Audiences lists every audience.
+var Audiences = []string{AudiencePharma, AudienceHospital, AudiencePSPPartner}
+
+// Errors of the registry. Callers compare with errors.Is.
+var (
+	ErrNotFound       = errors.New("not found")
+	ErrExists         = errors.New("already exists")
+	ErrRevoked        = errors.New("client is revoked")
+	ErrInvalid        = errors.New("invalid input")
+	ErrUnavailable    = errors.New("registry unavailable")
+)
+
+// Org is an organisation.
+type Org struct {
+	Slug        string    `json:"slug"`
+	Name        string    `json:"name"`
+	Environment string    `json:"environment"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+// Client is a client's record, without its secret digest.
+type Client struct {
+	ID                      string     `json:"client_id"`
+	Name                    string     `json:"name"`
+	Audience                string     `json:"audience"`
+	OrgSlug                 string     `json:"organization_slug"`
+	OrgName                 string     `json:"organization_name"`
+	Environment             string     `json:"environment"`
+	Scopes                  []string   `json:"scopes"`
+	RateLimitPerMinute      int64      `json:"rate_limit_per_minute"`
+	TokenRateLimitPerMinute int64      `json:"token_rate_limit_per_minute"`
+	Status                  string     `json:"status"`
+	Generation              int64      `json:"credential_generation"`
+	CreatedAt               time.Time  `json:"created_at"`
+	UpdatedAt               time.Time  `json:"updated_at"`
+	RotatedAt               *time.Time `json:"secret_rotated_at,omitempty"`
+	RevokedAt               *time.Time `json:"revoked_at,omitempty"`
+}
+
+// OrgSpec is what an operator gives to create an organisation.
+type OrgSpec struct {
+	Slug        string
+	Name        string
+	Environment string
+}
+
+var slugRE = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$`)
+
+// Validate reports every problem of the spec at once.
+func (s OrgSpec) Validate() error {
+	var errs []error
+	if !slugRE.MatchString(s.Slug) {
+		errs = append(errs, fmt.Errorf("slug %q: use 1-63 lower-case letters, digits and inner hyphens", s.Slug))
+	}
+	if strings.TrimSpace(s.Name) == "" || len(s.Name) > 200 {
+		errs = append(errs, errors.New("name: 1-200 characters required"))
+	}
+	if s.Environment != EnvironmentSandbox && s.Environment != EnvironmentLive {
+		errs = append(errs, fmt.Errorf("environment %q: must be %s or %s", s.Environment, EnvironmentSandbox, EnvironmentLive))
+	}
+	return invalid(errs)
+}
+
+// ClientSpec is what an operator gives to create a client.
+type ClientSpec struct {
+	OrgSlug            string
+	Name               string
+	Audience           string
+	Scopes             []string
+	RateLimitPerMinute int64 // 0: the default
+}
+
+// Validate reports every problem of the spec at once, scope rules included.
+func (s ClientSpec) Validate() error {
+	var errs []error
+	if !slugRE.MatchString(s.OrgSlug) {
+		errs = append(errs, fmt.Errorf("organisation %q: not a valid slug", s.OrgSlug))
+	}
+	if strings.TrimSpace(s.Name) == "" || len(s.Name) > 200 {
+		errs = append(errs, errors.New("name: 1-200 characters required"))
+	}
+	if !slices.Contains(Audiences, s.Audience) {
+		errs = append(errs, fmt.Errorf("audience %q: must be one of %s", s.Audience, strings.Join(Audiences, ", ")))
+	}
+	if err := CheckScopes(s.Audience, s.Scopes); err != nil {
+		errs = append(errs, err)
+	}
+	if s.RateLimitPerMinute < 0 || s.RateLimitPerMinute > MaxRateLimitPerMinute {
+		errs = append(errs, fmt.Errorf("rate limit %d: must be 1-%d", s.RateLimitPerMinute, MaxRateLimitPerMinute))
+	}
+	return invalid(errs)
+}
+
+// CheckScopes enforces the scope rules: known scopes only, no repeats, and
+// patient-level scopes for hospital clients only (spec: Scopes, rule 1).
+func CheckScopes(audience string, scopes []string) error {
+	var errs []error
+	seen := map[string]bool{}
+	for _, sc := range scopes {
+		switch {
+		case !slices.Contains(AllScopes, sc):
+			errs = append(errs, fmt.Errorf("scope %q: unknown (known: %s)", sc, strings.Join(AllScopes, ", ")))
+		case seen[sc]:
+			errs = append(errs, fmt.Errorf("scope %q: given twice", sc))
+		case slices.Contains(patientScopes, sc) && audience != AudienceHospital:
+			errs = append(errs, fmt.Errorf("scope %q: patient-level scopes are for hospital clients only, never %s", sc, audience))
+		}
+		seen[sc] = true
+	}
+	return invalid(errs)
+}
+
+// ParseScopes splits a space-separated scope list (RFC 6749 section 3.3).
+func ParseScopes(s string) []string {
+	return strings.Fields(s)
+}
+
+func invalid(errs []error) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", ErrInvalid, errors.Join(errs...))
+}

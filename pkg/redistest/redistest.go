@@ -1,0 +1,171 @@
+package redistest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/partnerapi/authplatform/pkg/redisconn"
+)
+
+// URL is the test Redis: REDIS_URL, or the machine's 127.0.0.1:6379.
+func URL() string {
+	if u := os.Getenv("REDIS_URL"); u != "" {
+		return u
+	}
+	return "redis://127.0.0.1:6379/0"
+}
+
+// Client returns a client to the test Redis. If it does not answer, the test
+// fails under CI=true and otherwise runs on an in-process miniredis.
+func Client(t testing.TB) redis.UniversalClient {
+	t.Helper()
+	rdb, err := redisconn.Open(URL())
+	if err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
+	if err := redisconn.Ping(context.Background(), rdb, 2*time.Second); err != nil {
+		_ = rdb.Close()
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("redistest: no Redis at %s and CI=true forbids the in-process fallback: %v", URL(), err)
+		}
+		t.Logf("redistest: no Redis at %s (%v); falling back to in-process miniredis", URL(), err)
+		return Miniredis(t)
+	}
+	t.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
+// Miniredis returns a client to a fresh in-process miniredis.
+func Miniredis(t testing.TB) redis.UniversalClient {
+	t.Helper()
+	srv := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
+// Backend is a named Redis for a conformance suite.
+type Backend struct {
+	Name   string
+	Client redis.UniversalClient
+}
+
+// Backends returns the real test Redis and an in-process miniredis, so a
+// store's conformance suite proves both behave alike.
+func Backends(t testing.TB) []Backend {
+	return []Backend{{"redis", Client(t)}, {"miniredis", Miniredis(t)}}
+}
+
+// Prefix returns a key prefix unique to this test and deletes every key
+// under it when the test ends.
+func Prefix(t testing.TB, rdb redis.UniversalClient) string {
+	t.Helper()
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	prefix := "test:" + hex.EncodeToString(b[:]) + ":"
+	t.Cleanup(func() {
+		ctx := context.Background()
+		del := func(ctx context.Context, c *redis.Client) error {
+			iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+			for iter.Next(ctx) {
+				c.Del(ctx, iter.Val())
+			}
+			return iter.Err()
+		}
+		if cc, ok := rdb.(*redis.ClusterClient); ok {
+			_ = cc.ForEachMaster(ctx, del)
+			return
+		}
+		if c, ok := rdb.(*redis.Client); ok {
+			_ = del(ctx, c)
+		}
+	})
+	return prefix
+}
+
+// Server is a redis-server process of the test's own, on a free port.
+type Server struct {
+	Port int
+	Dir  string
+	Args []string
+	cmd  *exec.Cmd
+	t    testing.TB
+}
+
+// StartServer starts redis-server on a free loopback port with extra
+// arguments (e.g. "--appendonly", "yes"); the test fails if it cannot.
+// The server is stopped when the test ends.
+func StartServer(t testing.TB, args ...string) *Server {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Fatalf("redistest: redis-server is not installed: %v", err)
+	}
+	s := &Server{Port: FreePort(t), Dir: t.TempDir(), Args: args, t: t}
+	s.Start()
+	t.Cleanup(func() { s.Kill() })
+	return s
+}
+
+// Addr is the server's host:port.
+func (s *Server) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.Port) }
+
+// URL is the server's redis:// URL.
+func (s *Server) URL() string { return "redis://" + s.Addr() + "/0" }
+
+// Start (re)starts the server on its port and data directory and waits until
+// it answers.
+func (s *Server) Start() {
+	s.t.Helper()
+	args := append([]string{
+		"--port", strconv.Itoa(s.Port), "--bind", "127.0.0.1", "--dir", s.Dir,
+		"--save", "", "--daemonize", "no", "--logfile", filepath.Join(s.Dir, "redis.log"),
+	}, s.Args...)
+	s.cmd = exec.Command("redis-server", args...)
+	if err := s.cmd.Start(); err != nil {
+		s.t.Fatalf("redistest: start redis-server: %v", err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	defer rdb.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if rdb.Ping(context.Background()).Err() == nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	log, _ := os.ReadFile(filepath.Join(s.Dir, "redis.log"))
+	s.t.Fatalf("redistest: redis-server on %s did not answer: %s", s.Addr(), log)
+}
+
+// Kill stops the server with SIGKILL (a crash) and waits for it to exit.
+func (s *Server) Kill() {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	_ = s.cmd.Process.Kill()
+	_ = s.cmd.Wait()
+	s.cmd = nil
+}
+
+// FreePort returns a TCP port free on 127.0.0.1 at the time of the call.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("redistest: free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
