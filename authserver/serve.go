@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/partnerapi/authplatform/authserver/tokenserver"
+	"github.com/partnerapi/authplatform/pkg/accesstoken"
+	"github.com/partnerapi/authplatform/pkg/clientip"
+	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/logging"
+	"github.com/partnerapi/authplatform/pkg/ratelimit"
+	"github.com/partnerapi/authplatform/pkg/redisconn"
+)
+
+// serveConfig is the configuration of `authserver serve`, from flags over
+// environment variables over defaults.
+type serveConfig struct {
+	Addr           string
+	KeysFile       string
+	Issuer         string
+	Audience       string
+	RedisURL       string
+	TrustedProxies string
+	LogLevel       string
+}
+
+func (c serveConfig) Validate() error {
+	var errs []error
+	if c.Addr == "" {
+		errs = append(errs, errors.New("--addr (ADDR) is required"))
+	}
+	if c.KeysFile == "" {
+		errs = append(errs, errors.New("--keys (KEYS_FILE) is required: create one with 'authserver keys generate --out FILE'"))
+	}
+	if c.Issuer == "" {
+		errs = append(errs, errors.New("--issuer (ISSUER) is required"))
+	}
+	if c.Audience == "" {
+		errs = append(errs, errors.New("--audience (AUDIENCE) is required"))
+	}
+	if _, err := clientip.ParseTrust(c.TrustedProxies); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cfg := serveConfig{}
+	fs := newFlags("serve")
+	fs.StringVar(&cfg.Addr, "addr", envOr(getenv, "ADDR", ":8080"), "listen address")
+	fs.StringVar(&cfg.KeysFile, "keys", getenv("KEYS_FILE"), "JWK set file of signing keys")
+	fs.StringVar(&cfg.Issuer, "issuer", envOr(getenv, "ISSUER", "http://localhost:8080"), "token issuer (iss) and public base URL")
+	fs.StringVar(&cfg.Audience, "audience", envOr(getenv, "AUDIENCE", "partner-api"), "token audience (aud)")
+	fs.StringVar(&cfg.RedisURL, "redis-url", getenv("REDIS_URL"), "Redis URL")
+	fs.StringVar(&cfg.TrustedProxies, "trusted-proxies", getenv("TRUSTED_PROXIES"), "comma-separated proxy CIDRs whose forwarded headers are trusted")
+	fs.StringVar(&cfg.LogLevel, "log-level", getenv("LOG_LEVEL"), "debug, info, warn or error")
+	if pos, err := parseFlags(fs, args); err != nil {
+		return err
+	} else if len(pos) > 0 {
+		return usagef("serve takes no arguments")
+	}
+	if err := cfg.Validate(); err != nil {
+		return usageError{err.Error()}
+	}
+	logger, err := logging.New(stderr, cfg.LogLevel)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	keys, err := accesstoken.LoadKeySet(cfg.KeysFile)
+	if err != nil {
+		return err
+	}
+	rdb, err := redisconn.Open(cfg.RedisURL)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	defer rdb.Close()
+	trust, _ := clientip.ParseTrust(cfg.TrustedProxies)
+	h, err := tokenserver.NewServer(logger, tokenserver.Config{Issuer: cfg.Issuer, Audience: cfg.Audience, Trust: trust, KeyPrefix: getenv("REDIS_KEY_PREFIX")},
+		tokenserver.Deps{
+			Registry: clients.NewStore(rdb, getenv("REDIS_KEY_PREFIX"), nil),
+			Keys:     keys,
+			Failures: ratelimit.NewLimiter(rdb, tokenserver.DefaultFailuresPerMinute, time.Minute, nil),
+			Ready:    func(ctx context.Context) error { return redisconn.Ping(ctx, rdb, time.Second) },
+		})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	if err := redisconn.Ping(ctx, rdb, 2*time.Second); err != nil {
+		logger.Warn("redis does not answer yet; requests get 503 until it does", "err", err)
+	}
+	logger.Info("token service listening", "addr", ln.Addr().String(), "issuer", cfg.Issuer, "signing_kid", keys.SigningKeyID())
+	fmt.Fprintf(stdout, "authserver listening on http://%s\n", ln.Addr())
+	return serveHTTP(ctx, ln, h)
+}
+
+// serveHTTP serves until ctx ends, then shuts down gracefully: in-flight
+// requests get up to 10 seconds to finish.
+func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler) error {
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       15 * time.Second,
+		WriteTimeout:      15 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    32 << 10,
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,20 @@
+// Package tokenserver serves the token service's HTTP API: the OAuth 2.0
+// token endpoint for the client credentials grant (RFC 6749 section 4.4),
+// token introspection (RFC 7662), the signing keys (RFC 7517) and the
+// authorization server metadata (RFC 8414).
+//
+// The token endpoint runs on go-oauth2/oauth2/v4 for what it is made for
+// (grant dispatch, client lookup and secret verification order, token
+// response), with the workarounds its design needs for this service's spec:
+// the request body is parsed here (form or JSON object, size-capped, repeated
+// parameters refused) and handed to it as r.Form; client credentials are
+// read here (HTTP Basic URL-decoded per RFC 6749 section 2.3.1, or form
+// fields, never both); scope narrowing and the per-client rate limit run in
+// the access token generator, which go-oauth2 calls only after the secret
+// is verified, so a wrong secret never learns what a client holds.
+//
+// Who may introspect what: a client authenticates as itself and learns only
+// about its own tokens. A token of any other client is answered
+// {"active":false}, exactly as an invalid one (RFC 7662 section 2.2 allows
+// this), so introspection cannot be used to probe other clients' tokens.
+package tokenserver

@@ -1,0 +1,119 @@
+package tokenserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	oauthErrors "github.com/go-oauth2/oauth2/v4/errors"
+
+	"github.com/partnerapi/authplatform/pkg/clients"
+)
+
+// realm of the WWW-Authenticate challenge on invalid_client (RFC 7617).
+const realm = "partner-api"
+
+// unavailableRetryAfter is the Retry-After of a 503 (seconds).
+const unavailableRetryAfter = 5
+
+var (
+	errTemporarilyUnavailable = &oauthError{Status: http.StatusServiceUnavailable, Code: "temporarily_unavailable",
+		Description: "The service cannot reach its state store; retry after the number of seconds in Retry-After"}
+	errServer = &oauthError{Status: http.StatusInternalServerError, Code: "server_error",
+		Description: "The server encountered an unexpected condition"}
+)
+
+// slowDown is the 429 of the per-client token request limit.
+type slowDown struct{ retryAfter int64 }
+
+func (e *slowDown) Error() string { return "slow_down" }
+
+// toOAuth maps any error of the token endpoint to what the client sees.
+// go-oauth2's own sentinels keep their codes (with this service's statuses:
+// RFC 6749 section 5.2 answers 400, not 401, for an unsupported grant type);
+// a Redis failure is 503; anything else is a 500 without internals.
+func toOAuth(err error) (*oauthError, http.Header) {
+	var oe *oauthError
+	var sd *slowDown
+	switch {
+	case errors.As(err, &oe):
+		return oe, nil
+	case errors.As(err, &sd):
+		h := http.Header{}
+		h.Set("Retry-After", strconv.FormatInt(sd.retryAfter, 10))
+		return &oauthError{Status: http.StatusTooManyRequests, Code: "slow_down",
+			Description: "More than the allowed token requests in a minute for this client; retry after the number of seconds in Retry-After"}, h
+	case clients.IsUnavailable(err):
+		h := http.Header{}
+		h.Set("Retry-After", strconv.Itoa(unavailableRetryAfter))
+		return errTemporarilyUnavailable, h
+	}
+	switch err {
+	case oauthErrors.ErrInvalidClient, oauthErrors.ErrUnauthorizedClient:
+		return errInvalidClient, nil
+	case oauthErrors.ErrInvalidScope:
+		return errInvalidScope, nil
+	case oauthErrors.ErrInvalidRequest:
+		return invalidRequest("The request is missing a required parameter or is otherwise malformed"), nil
+	case oauthErrors.ErrUnsupportedGrantType:
+		return errUnsupportedGrant, nil
+	}
+	return errServer, nil
+}
+
+var (
+	errInvalidClient = &oauthError{Status: http.StatusUnauthorized, Code: "invalid_client", Description: "Client authentication failed"}
+	errInvalidScope  = &oauthError{Status: http.StatusBadRequest, Code: "invalid_scope",
+		Description: "The requested scope is not held by the client, unknown or malformed"}
+	errUnsupportedGrant = &oauthError{Status: http.StatusBadRequest, Code: "unsupported_grant_type",
+		Description: "grant_type must be client_credentials"}
+)
+
+// writeJSON writes a JSON body with the headers every answer of the token
+// service carries. It is the one place responses are written.
+func writeJSON(w http.ResponseWriter, status int, header http.Header, body any) {
+	data, err := json.Marshal(body)
+	if err != nil { // only this package's own values reach here
+		status, data = http.StatusInternalServerError, []byte(`{"error":"server_error","error_description":"The server encountered an unexpected condition"}`)
+	}
+	h := w.Header()
+	for k, vs := range header {
+		h[k] = vs
+	}
+	h.Set("Content-Type", "application/json; charset=utf-8")
+	h.Set("Content-Length", strconv.Itoa(len(data)))
+	w.WriteHeader(status)
+	_, _ = w.Write(data)
+}
+
+// noStore marks a response that carries or concerns credentials as
+// uncacheable (RFC 6749 section 5.1).
+func noStore() http.Header {
+	return http.Header{"Cache-Control": {"no-store"}, "Pragma": {"no-cache"}}
+}
+
+// writeOAuthError answers err in the OAuth error format (RFC 6749 section
+// 5.2). A 401 challenges with Basic (RFC 6749 section 5.2, RFC 7617) unless
+// the client authenticated with form fields.
+func writeOAuthError(ctx context.Context, log *slog.Logger, w http.ResponseWriter, creds credentials, err error) {
+	oe, extra := toOAuth(err)
+	if oe == errServer || oe == errTemporarilyUnavailable {
+		log.ErrorContext(ctx, "token service error", "err", err)
+	}
+	h := noStore()
+	for k, vs := range extra {
+		h[k] = vs
+	}
+	if oe.Status == http.StatusUnauthorized && (creds.Basic || !creds.Present) {
+		h.Set("WWW-Authenticate", `Basic realm="`+realm+`", charset="UTF-8"`)
+	}
+	writeJSON(w, oe.Status, h, map[string]string{"error": oe.Code, "error_description": oe.Description})
+}
+
+// writeDetail answers a non-OAuth error ({"detail": ...}).
+func writeDetail(w http.ResponseWriter, status int, header http.Header, detail string) {
+	writeJSON(w, status, header, map[string]string{"detail": detail})
+}

@@ -1,0 +1,77 @@
+package tokenserver
+
+import (
+	"log/slog"
+	"net/http"
+)
+
+// introspection is an active token's description (RFC 7662 section 2.2).
+type introspection struct {
+	Active    bool   `json:"active"`
+	Scope     string `json:"scope"`
+	ClientID  string `json:"client_id"`
+	TokenType string `json:"token_type"`
+	Exp       int64  `json:"exp"`
+	Iat       int64  `json:"iat"`
+	Sub       string `json:"sub"`
+	Aud       string `json:"aud"`
+	Iss       string `json:"iss"`
+	Jti       string `json:"jti"`
+}
+
+var inactive = map[string]bool{"active": false}
+
+// handleIntrospect serves POST /api/v1/oauth/introspect/ (RFC 7662). The
+// caller authenticates as a client exactly as on the token endpoint and
+// learns only about its own tokens: any other token, and any expired,
+// rotated, revoked, tampered, foreign or malformed one, is {"active":false}.
+func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	if s.blocked(ctx, w, r) {
+		return
+	}
+	req, err := parseClientRequest(r)
+	if err != nil {
+		s.tokenError(ctx, w, r, credentials{}, err)
+		return
+	}
+	if !req.Client.Present {
+		s.tokenError(ctx, w, r, req.Client, errInvalidClient)
+		return
+	}
+	annotate(ctx, slog.String("client_id", loggableID(req.Client.ID)))
+	// The caller's credential is read and compared on the token endpoint's
+	// path, so unknown, wrong-secret and revoked callers look alike.
+	cred, err := s.reg.Credential(ctx, req.Client.ID)
+	if err != nil {
+		s.tokenError(ctx, w, r, req.Client, err)
+		return
+	}
+	if !cred.Matches(req.Client.Secret) {
+		s.tokenError(ctx, w, r, req.Client, errInvalidClient)
+		return
+	}
+	if !req.Params.Has("token") {
+		s.tokenError(ctx, w, r, req.Client, invalidRequest("token is required"))
+		return
+	}
+	claims, err := s.verifier.Verify(req.Params.Get("token"))
+	if err != nil || claims.ClientID != cred.ClientID {
+		writeJSON(w, http.StatusOK, noStore(), inactive)
+		return
+	}
+	ok, err := s.reg.InGoodStanding(ctx, claims.ClientID, claims.Generation)
+	if err != nil {
+		s.tokenError(ctx, w, r, req.Client, err)
+		return
+	}
+	if !ok {
+		writeJSON(w, http.StatusOK, noStore(), inactive)
+		return
+	}
+	writeJSON(w, http.StatusOK, noStore(), introspection{
+		Active: true, Scope: claims.Scope, ClientID: claims.ClientID, TokenType: "Bearer",
+		Exp: claims.ExpiresAt, Iat: claims.IssuedAt, Sub: claims.Subject, Aud: claims.Audience,
+		Iss: claims.Issuer, Jti: claims.ID,
+	})
+}

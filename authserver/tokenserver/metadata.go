@@ -1,0 +1,62 @@
+package tokenserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/partnerapi/authplatform/pkg/clients"
+)
+
+// Paths of the token service.
+const (
+	PathToken      = "/api/v1/oauth/token/"
+	PathIntrospect = "/api/v1/oauth/introspect/"
+	PathJWKS       = "/.well-known/jwks.json"
+	PathMetadata   = "/.well-known/oauth-authorization-server"
+)
+
+// metadata is the authorization server metadata (RFC 8414 section 2).
+type metadata struct {
+	Issuer                                    string   `json:"issuer"`
+	TokenEndpoint                             string   `json:"token_endpoint"`
+	JWKSURI                                   string   `json:"jwks_uri"`
+	IntrospectionEndpoint                     string   `json:"introspection_endpoint"`
+	GrantTypesSupported                       []string `json:"grant_types_supported"`
+	ResponseTypesSupported                    []string `json:"response_types_supported"`
+	TokenEndpointAuthMethodsSupported         []string `json:"token_endpoint_auth_methods_supported"`
+	IntrospectionEndpointAuthMethodsSupported []string `json:"introspection_endpoint_auth_methods_supported"`
+	ScopesSupported                           []string `json:"scopes_supported"`
+	ServiceDocumentation                      string   `json:"service_documentation"`
+}
+
+func buildMetadata(issuer string) ([]byte, error) {
+	base := strings.TrimSuffix(issuer, "/")
+	auth := []string{"client_secret_basic", "client_secret_post"}
+	data, err := json.Marshal(metadata{
+		Issuer:                            issuer,
+		TokenEndpoint:                     base + PathToken,
+		JWKSURI:                           base + PathJWKS,
+		IntrospectionEndpoint:             base + PathIntrospect,
+		GrantTypesSupported:               []string{"client_credentials"},
+		ResponseTypesSupported:            []string{},
+		TokenEndpointAuthMethodsSupported: auth,
+		IntrospectionEndpointAuthMethodsSupported: auth,
+		ScopesSupported:      clients.AllScopes,
+		ServiceDocumentation: base + "/llms.txt",
+	})
+	if err != nil {
+		return nil, fmt.Errorf("metadata: %w", err)
+	}
+	return data, nil
+}
+
+// publicDocument serves a fixed JSON document that caches may keep.
+func publicDocument(body []byte) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Cache-Control", "public, max-age=300")
+		writeJSON(w, http.StatusOK, nil, json.RawMessage(body))
+	}
+}

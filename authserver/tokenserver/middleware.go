@@ -1,0 +1,123 @@
+package tokenserver
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/partnerapi/authplatform/pkg/logging"
+)
+
+// middleware gives every request an id, recovers from panics (answering
+// 500 without internals) and logs one access record.
+func (s *Server) middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		id := r.Header.Get("X-Request-Id")
+		if !logging.AcceptRequestID(id) || !s.cfg.Trust.FromProxy(r) {
+			id = logging.NewRequestID()
+		}
+		w.Header().Set("X-Request-Id", id)
+		notes := &annotations{}
+		ctx := context.WithValue(logging.WithRequestID(r.Context(), id), annotationsKey{}, notes)
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		defer func() {
+			if p := recover(); p != nil {
+				s.log.ErrorContext(ctx, "panic", "panic", p)
+				if !rec.wrote {
+					writeDetail(rec, http.StatusInternalServerError, nil, "internal error")
+				}
+			}
+			attrs := []slog.Attr{
+				slog.String("method", r.Method), slog.String("path", r.URL.Path),
+				slog.Int("status", rec.status), slog.Duration("duration", time.Since(start)),
+				slog.String("remote", s.cfg.Trust.Of(r).String()),
+			}
+			s.log.LogAttrs(ctx, slog.LevelInfo, "request", append(attrs, notes.list()...)...)
+		}()
+		next.ServeHTTP(rec, r.WithContext(ctx))
+	})
+}
+
+type annotationsKey struct{}
+
+// annotations are attributes a handler adds to the request's access record.
+type annotations struct {
+	mu    sync.Mutex
+	attrs []slog.Attr
+}
+
+func (a *annotations) list() []slog.Attr {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.attrs
+}
+
+// annotate adds attributes to the access record of ctx's request.
+func annotate(ctx context.Context, attrs ...slog.Attr) {
+	if a, ok := ctx.Value(annotationsKey{}).(*annotations); ok {
+		a.mu.Lock()
+		a.attrs = append(a.attrs, attrs...)
+		a.mu.Unlock()
+	}
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if !r.wrote {
+		r.status, r.wrote = code, true
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	r.wrote = true
+	return r.ResponseWriter.Write(b)
+}
+
+// blocked answers 429 for an address that caused too many failed client
+// authentications, without looking at its request: the flood costs neither
+// a digest nor a Redis round trip. It reports whether it answered.
+func (s *Server) blocked(ctx context.Context, w http.ResponseWriter, r *http.Request) bool {
+	addr := s.cfg.Trust.Of(r).String()
+	until, ok := s.blocks.Get(addr)
+	if !ok {
+		return false
+	}
+	now := time.Now()
+	if !now.Before(until) {
+		s.blocks.Remove(addr)
+		return false
+	}
+	wait := int64((until.Sub(now) + time.Second - 1) / time.Second)
+	h := noStore()
+	h.Set("Retry-After", strconv.FormatInt(wait, 10))
+	writeJSON(w, http.StatusTooManyRequests, h, map[string]string{
+		"error": "slow_down", "error_description": "Too many failed client authentications from this address; retry after the number of seconds in Retry-After",
+	})
+	return true
+}
+
+// countFailure counts a failed client authentication against the request's
+// address (shared by every replica through Redis); past the limit, this
+// replica refuses the address's requests until the window lets it in again.
+func (s *Server) countFailure(ctx context.Context, r *http.Request) {
+	addr := s.cfg.Trust.Of(r).String()
+	d, err := s.failures.Allow(ctx, s.cfg.KeyPrefix+"{authfail:"+addr+"}")
+	if err != nil {
+		s.log.WarnContext(ctx, "count failed authentication", "err", err)
+		return
+	}
+	if !d.Allowed {
+		s.blocks.Add(addr, time.Now().Add(d.Wait))
+		annotate(ctx, slog.Bool("address_blocked", true))
+	}
+}

@@ -1,0 +1,209 @@
+package tokenserver
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+	"unicode/utf8"
+)
+
+// MaxBodyBytes caps a token or introspection request body.
+const MaxBodyBytes = 64 << 10
+
+// oauthError is an error answered in the OAuth format (RFC 6749 section
+// 5.2): its code, description and status are what the client sees.
+type oauthError struct {
+	Status      int
+	Code        string
+	Description string
+}
+
+func (e *oauthError) Error() string { return e.Code + ": " + e.Description }
+
+func invalidRequest(desc string) *oauthError {
+	return &oauthError{Status: http.StatusBadRequest, Code: "invalid_request", Description: desc}
+}
+
+// credentials are how the client authenticated.
+type credentials struct {
+	ID     string
+	Secret string
+	// Basic is true when they came in the Authorization header.
+	Basic bool
+	// Present is false when the request carried no client authentication.
+	Present bool
+}
+
+// clientRequest is a parsed token or introspection request.
+type clientRequest struct {
+	Params url.Values
+	Client credentials
+}
+
+// parseClientRequest reads a POST body that is form-encoded or a JSON
+// object of strings, at most MaxBodyBytes, each parameter once (RFC 6749
+// section 3.2), and the client's credentials. Query-string parameters are
+// ignored: they are never credentials (RFC 6749 section 2.3.1).
+func parseClientRequest(r *http.Request) (*clientRequest, error) {
+	params, err := parseBody(r)
+	if err != nil {
+		return nil, err
+	}
+	creds, err := parseCredentials(r.Header.Values("Authorization"), params)
+	if err != nil {
+		return nil, err
+	}
+	return &clientRequest{Params: params, Client: creds}, nil
+}
+
+func parseBody(r *http.Request) (url.Values, error) {
+	if r.ContentLength > MaxBodyBytes {
+		return nil, invalidRequest("request body is larger than 64 KiB")
+	}
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil {
+		return nil, invalidRequest("Content-Type must be application/x-www-form-urlencoded or application/json")
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+	if err != nil {
+		return nil, invalidRequest("request body could not be read")
+	}
+	if len(body) > MaxBodyBytes {
+		return nil, invalidRequest("request body is larger than 64 KiB")
+	}
+	var params url.Values
+	switch mt {
+	case "application/x-www-form-urlencoded":
+		params, err = parseForm(body)
+	case "application/json":
+		params, err = parseJSONObject(body)
+	default:
+		return nil, invalidRequest("Content-Type must be application/x-www-form-urlencoded or application/json")
+	}
+	if err != nil {
+		return nil, err
+	}
+	for k, vs := range params {
+		if !utf8.ValidString(k) || !utf8.ValidString(vs[0]) || strings.ContainsRune(k, 0) || strings.ContainsRune(vs[0], 0) {
+			return nil, invalidRequest("parameters must be valid UTF-8 without NUL characters")
+		}
+	}
+	return params, nil
+}
+
+// parseForm decodes application/x-www-form-urlencoded strictly: a malformed
+// pair or a repeated parameter is an error, not silently dropped.
+func parseForm(body []byte) (url.Values, error) {
+	params := url.Values{}
+	for _, pair := range strings.Split(string(body), "&") {
+		if pair == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(pair, "=")
+		key, err1 := url.QueryUnescape(k)
+		val, err2 := url.QueryUnescape(v)
+		if err1 != nil || err2 != nil || key == "" {
+			return nil, invalidRequest("malformed form body")
+		}
+		if params.Has(key) {
+			return nil, invalidRequest("parameter " + quote(key) + " is repeated")
+		}
+		params.Set(key, val)
+	}
+	return params, nil
+}
+
+// parseJSONObject decodes a JSON object whose values are all strings,
+// refusing repeated keys and anything after the object.
+func parseJSONObject(body []byte) (url.Values, error) {
+	bad := invalidRequest("body must be form fields or a JSON object of string values")
+	dec := json.NewDecoder(bytes.NewReader(body))
+	tok, err := dec.Token()
+	if err != nil || tok != json.Delim('{') {
+		return nil, bad
+	}
+	params := url.Values{}
+	for dec.More() {
+		kt, err := dec.Token()
+		if err != nil {
+			return nil, bad
+		}
+		key, _ := kt.(string)
+		vt, err := dec.Token()
+		if err != nil {
+			return nil, bad
+		}
+		val, ok := vt.(string)
+		if !ok {
+			return nil, invalidRequest("value of " + quote(key) + " must be a string")
+		}
+		if params.Has(key) {
+			return nil, invalidRequest("parameter " + quote(key) + " is repeated")
+		}
+		params.Set(key, val)
+	}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
+		return nil, bad
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, bad
+	}
+	return params, nil
+}
+
+// parseCredentials reads client authentication: HTTP Basic (RFC 6749
+// section 2.3.1, RFC 7617) with id and secret form-urlencoded before base64,
+// or the client_id and client_secret parameters. Using both methods is an
+// error (RFC 6749 section 2.3); a body client_id equal to the Basic id is
+// tolerated, as some clients send it.
+func parseCredentials(auth []string, params url.Values) (credentials, error) {
+	formID, formSecret := params.Get("client_id"), params.Get("client_secret")
+	hasForm := params.Has("client_id") || params.Has("client_secret")
+	if len(auth) > 1 {
+		return credentials{}, invalidRequest("Authorization header is repeated")
+	}
+	if len(auth) == 0 {
+		if !hasForm {
+			return credentials{}, nil
+		}
+		return credentials{ID: formID, Secret: formSecret, Present: true}, nil
+	}
+	scheme, payload, _ := strings.Cut(auth[0], " ")
+	if !strings.EqualFold(scheme, "Basic") {
+		return credentials{}, errUnsupportedAuth
+	}
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(payload))
+	if err != nil {
+		return credentials{}, invalidRequest("malformed HTTP Basic credentials")
+	}
+	user, pass, ok := strings.Cut(string(raw), ":")
+	if !ok {
+		return credentials{}, invalidRequest("malformed HTTP Basic credentials")
+	}
+	id, err1 := url.QueryUnescape(user)
+	secret, err2 := url.QueryUnescape(pass)
+	if err1 != nil || err2 != nil || !utf8.ValidString(id) || !utf8.ValidString(secret) {
+		return credentials{}, invalidRequest("malformed HTTP Basic credentials")
+	}
+	if params.Has("client_secret") || (params.Has("client_id") && formID != id) {
+		return credentials{}, invalidRequest("use one client authentication method: HTTP Basic or client_id and client_secret in the body, not both")
+	}
+	return credentials{ID: id, Secret: secret, Basic: true, Present: true}, nil
+}
+
+// errUnsupportedAuth: an Authorization scheme other than Basic.
+var errUnsupportedAuth = &oauthError{Status: http.StatusUnauthorized, Code: "invalid_client", Description: "Client authentication failed"}
+
+func quote(s string) string {
+	if len(s) > 40 {
+		s = s[:40] + "..."
+	}
+	b, _ := json.Marshal(s)
+	return string(b)
+}

@@ -1,0 +1,240 @@
+package clients_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/redistest"
+)
+
+// env is one store under test together with what the suite needs to look
+// behind it: the Redis it writes to, the key prefix it writes under, and the
+// clock it stamps records with.
+type env struct {
+	store  *clients.Store
+	rdb    redis.UniversalClient
+	prefix string
+	clock  *fakeClock
+}
+
+// TestStore runs the conformance suite against the real test Redis and an
+// in-process miniredis: both must behave alike.
+func TestStore(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			runStoreSuite(t, func(t *testing.T, now func() time.Time) (*clients.Store, redis.UniversalClient, string) {
+				prefix := redistest.Prefix(t, b.Client)
+				return clients.NewStore(b.Client, prefix, now), b.Client, prefix
+			})
+		})
+	}
+}
+
+// runStoreSuite is the conformance suite of clients.Store. newStore returns a
+// store on its own key prefix (deleted when the test ends), the Redis it
+// uses and that prefix: several tests read the raw keys to check what is
+// (and is not) stored, their TTLs and their hash tags.
+func runStoreSuite(t *testing.T, newStore func(t *testing.T, now func() time.Time) (*clients.Store, redis.UniversalClient, string)) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, e *env)
+	}{
+		{"CreateOrg", testCreateOrg},
+		{"CreateOrgValidation", testCreateOrgValidation},
+		{"ListOrgs", testListOrgs},
+		{"CreateClient", testCreateClient},
+		{"CreateClientValidation", testCreateClientValidation},
+		{"CreateClientUnknownOrg", testCreateClientUnknownOrg},
+		{"Credential", testCredential},
+		{"RotateSecret", testRotateSecret},
+		{"Revoke", testRevoke},
+		{"SetRateLimits", testSetRateLimits},
+		{"GetClient", testGetClient},
+		{"ListClients", testListClients},
+		{"Audit", testAudit},
+		{"NoSecretStored", testNoSecretStored},
+		{"HashTags", testHashTags},
+		{"InGoodStanding", testInGoodStanding},
+		{"AdmitTokenLimit", testAdmitTokenLimit},
+		{"AdmitTokenDead", testAdmitTokenDead},
+		{"AdmitTokenAnyWindow", testAdmitTokenAnyWindow},
+		{"AdmitAPI", testAdmitAPI},
+		{"AdmitAPILimitChanges", testAdmitAPILimitChanges},
+		{"AdmitAPIAnyWindow", testAdmitAPIAnyWindow},
+		{"AdmitRedisClock", testAdmitRedisClock},
+		{"RateLogTTL", testRateLogTTL},
+		{"UnknownIDsWriteNothing", testUnknownIDsWriteNothing},
+		{"SeedSandbox", testSeedSandbox},
+		{"SeedSandboxReplacesRevoked", testSeedSandboxReplacesRevoked},
+		{"SeedSandboxLiveOrg", testSeedSandboxLiveOrg},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			clk := newClock()
+			store, rdb, prefix := newStore(t, clk.Now)
+			tc.fn(t, &env{store: store, rdb: rdb, prefix: prefix, clock: clk})
+		})
+	}
+}
+
+// fakeClock is a clock the test moves by hand.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *fakeClock {
+	return &fakeClock{t: time.Date(2031, 3, 14, 15, 9, 26, 535_000_000, time.UTC)}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = t
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// Helpers.
+
+func ctx(t *testing.T) context.Context { return t.Context() }
+
+func (e *env) org(t *testing.T, slug, environment string) clients.Org {
+	t.Helper()
+	o, err := e.store.CreateOrg(ctx(t), clients.OrgSpec{Slug: slug, Name: "Org " + slug, Environment: environment})
+	if err != nil {
+		t.Fatalf("CreateOrg(%s): %v", slug, err)
+	}
+	return o
+}
+
+func (e *env) client(t *testing.T, spec clients.ClientSpec) (clients.Client, string) {
+	t.Helper()
+	c, secret, err := e.store.CreateClient(ctx(t), spec)
+	if err != nil {
+		t.Fatalf("CreateClient(%+v): %v", spec, err)
+	}
+	return c, secret
+}
+
+// hospital creates an organisation and a hospital client holding every
+// scope in it.
+func (e *env) hospital(t *testing.T) (clients.Client, string) {
+	t.Helper()
+	e.org(t, "st-elsewhere", clients.EnvironmentLive)
+	return e.client(t, clients.ClientSpec{
+		OrgSlug: "st-elsewhere", Name: "Ward system", Audience: clients.AudienceHospital,
+		Scopes: clients.AllScopes,
+	})
+}
+
+// keys lists every key under the test's prefix, sorted.
+func (e *env) keys(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	iter := e.rdb.Scan(ctx(t), 0, e.prefix+"*", 1000).Iterator()
+	for iter.Next(ctx(t)) {
+		out = append(out, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatalf("SCAN: %v", err)
+	}
+	sort.Strings(out)
+	return slicesCompact(out)
+}
+
+func slicesCompact(s []string) []string {
+	out := s[:0]
+	for i, v := range s {
+		if i == 0 || v != s[i-1] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// keysWith lists the keys under the prefix whose name contains sub.
+func (e *env) keysWith(t *testing.T, sub string) []string {
+	t.Helper()
+	var out []string
+	for _, k := range e.keys(t) {
+		if strings.Contains(k, sub) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// dump returns every string stored in key: field names, values, members,
+// scores and stream entries, whatever its type.
+func (e *env) dump(t *testing.T, key string) []string {
+	t.Helper()
+	c := ctx(t)
+	typ, err := e.rdb.Type(c, key).Result()
+	if err != nil {
+		t.Fatalf("TYPE %s: %v", key, err)
+	}
+	var out []string
+	switch typ {
+	case "string":
+		out = append(out, e.rdb.Get(c, key).Val())
+	case "hash":
+		for k, v := range e.rdb.HGetAll(c, key).Val() {
+			out = append(out, k, v)
+		}
+	case "set":
+		out = append(out, e.rdb.SMembers(c, key).Val()...)
+	case "zset":
+		for _, z := range e.rdb.ZRangeWithScores(c, key, 0, -1).Val() {
+			out = append(out, fmt.Sprint(z.Member), fmt.Sprint(z.Score))
+		}
+	case "list":
+		out = append(out, e.rdb.LRange(c, key, 0, -1).Val()...)
+	case "stream":
+		for _, m := range e.rdb.XRange(c, key, "-", "+").Val() {
+			out = append(out, m.ID)
+			for k, v := range m.Values {
+				out = append(out, k, fmt.Sprint(v))
+			}
+		}
+	case "none":
+	default:
+		t.Fatalf("key %s has unexpected type %s", key, typ)
+	}
+	return out
+}
+
+// hashTag is the part of key that Redis Cluster hashes: the text between the
+// first "{" and the next "}", when not empty.
+func hashTag(key string) string {
+	i := strings.IndexByte(key, '{')
+	if i < 0 {
+		return ""
+	}
+	j := strings.IndexByte(key[i+1:], '}')
+	if j <= 0 {
+		return ""
+	}
+	return key[i : i+j+2]
+}
+
+func redisZ(score float64, member string) redis.Z { return redis.Z{Score: score, Member: member} }
