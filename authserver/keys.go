@@ -57,4 +57,3 @@ func keysCommand(args []string, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "wrote %s: signing key %s (%s), %d key(s) published\n", *out, ks.SigningKeyID(), *alg, ks.Public().Len())
 	return nil
 }
-

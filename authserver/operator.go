@@ -225,4 +225,3 @@ func describe(w io.Writer, c clients.Client) {
 		c.RateLimitPerMinute, c.TokenRateLimitPerMinute, c.Generation, c.CreatedAt.Format(time.RFC3339))
 	tw.Flush()
 }
-

@@ -48,13 +48,13 @@ func (c *Claims) HasScope(s string) bool {
 // Errors returned by Verify. Every one of them means "not a valid token";
 // they differ only for logs and tests, never on the wire.
 var (
-	ErrMalformed = errors.New("accesstoken: malformed token")
-	ErrHeader    = errors.New("accesstoken: unacceptable JOSE header")
+	ErrMalformed  = errors.New("accesstoken: malformed token")
+	ErrHeader     = errors.New("accesstoken: unacceptable JOSE header")
 	ErrUnknownKey = errors.New("accesstoken: unknown key id")
-	ErrSignature = errors.New("accesstoken: bad signature")
-	ErrExpired   = errors.New("accesstoken: expired")
-	ErrNotYet    = errors.New("accesstoken: issued in the future")
-	ErrIssuer    = errors.New("accesstoken: wrong issuer")
-	ErrAudience  = errors.New("accesstoken: wrong audience")
-	ErrClaims    = errors.New("accesstoken: missing or invalid claims")
+	ErrSignature  = errors.New("accesstoken: bad signature")
+	ErrExpired    = errors.New("accesstoken: expired")
+	ErrNotYet     = errors.New("accesstoken: issued in the future")
+	ErrIssuer     = errors.New("accesstoken: wrong issuer")
+	ErrAudience   = errors.New("accesstoken: wrong audience")
+	ErrClaims     = errors.New("accesstoken: missing or invalid claims")
 )

@@ -54,11 +54,11 @@ var Audiences = []string{AudiencePharma, AudienceHospital, AudiencePSPPartner}
 
 // Errors of the registry. Callers compare with errors.Is.
 var (
-	ErrNotFound       = errors.New("not found")
-	ErrExists         = errors.New("already exists")
-	ErrRevoked        = errors.New("client is revoked")
-	ErrInvalid        = errors.New("invalid input")
-	ErrUnavailable    = errors.New("registry unavailable")
+	ErrNotFound    = errors.New("not found")
+	ErrExists      = errors.New("already exists")
+	ErrRevoked     = errors.New("client is revoked")
+	ErrInvalid     = errors.New("invalid input")
+	ErrUnavailable = errors.New("registry unavailable")
 )
 
 // Org is an organisation.

@@ -1,0 +1,492 @@
+package clients_test
+
+import (
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/ratelimit"
+)
+
+func testAdmitTokenLimit(t *testing.T, e *env) {
+	c, _ := e.hospital(t)
+	t0 := e.clock.Now()
+	admit := func() clients.TokenAdmission {
+		t.Helper()
+		a, err := e.store.AdmitToken(ctx(t), c.ID, 1, e.clock.Now)
+		if err != nil {
+			t.Fatalf("AdmitToken: %v", err)
+		}
+		if a.Limit != 30 {
+			t.Fatalf("token limit = %d, want the default 30", a.Limit)
+		}
+		return a
+	}
+	for i := range 30 {
+		a := admit()
+		if a.Outcome != clients.Admitted || !a.Decision.Allowed || a.Decision.Count != int64(i+1) {
+			t.Fatalf("request %d: %+v, want admitted with count %d", i+1, a, i+1)
+		}
+	}
+	tests := []struct {
+		at         time.Duration // after t0
+		outcome    clients.Outcome
+		count      int64
+		wait       time.Duration
+		retryAfter int64
+	}{
+		{0, clients.Limited, 30, time.Minute, 60},
+		{10500 * time.Millisecond, clients.Limited, 30, 49500 * time.Millisecond, 50},
+		{59 * time.Second, clients.Limited, 30, time.Second, 1},
+		{time.Minute - time.Millisecond, clients.Limited, 30, time.Millisecond, 1},
+		// The first 30 leave the window exactly 60 s after they entered it.
+		{time.Minute, clients.Admitted, 1, time.Minute, 60},
+	}
+	for _, tc := range tests {
+		e.clock.Set(t0.Add(tc.at))
+		a := admit()
+		if a.Outcome != tc.outcome || a.Decision.Count != tc.count || a.Decision.Wait != tc.wait ||
+			a.Decision.RetryAfterSeconds() != tc.retryAfter || a.Decision.Allowed != (tc.outcome == clients.Admitted) {
+			t.Errorf("at +%v: %+v (Retry-After %d), want outcome %d count %d wait %v Retry-After %d",
+				tc.at, a, a.Decision.RetryAfterSeconds(), tc.outcome, tc.count, tc.wait, tc.retryAfter)
+		}
+	}
+
+	// The token limit is the client's own, and changes apply at once.
+	if _, err := e.store.SetTokenRateLimit(ctx(t), c.ID, 2); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Set(t0.Add(10 * time.Minute))
+	for i, want := range []clients.Outcome{clients.Admitted, clients.Admitted, clients.Limited} {
+		a, err := e.store.AdmitToken(ctx(t), c.ID, 1, e.clock.Now)
+		if err != nil || a.Outcome != want || a.Limit != 2 {
+			t.Fatalf("with limit 2, request %d = %+v, %v; want outcome %d", i+1, a, err, want)
+		}
+	}
+	// The token log is not the API log.
+	api, err := e.store.AdmitAPI(ctx(t), c.ID, 1, e.clock.Now)
+	if err != nil || api.Outcome != clients.Admitted || api.Decision.Count != 1 {
+		t.Fatalf("AdmitAPI after the token limit was reached = %+v, %v; want admitted, count 1", api, err)
+	}
+}
+
+func testAdmitTokenDead(t *testing.T, e *env) {
+	c, _ := e.hospital(t)
+	unknown := clients.NewClientID()
+	dead := func(id string, gen int64) {
+		t.Helper()
+		a, err := e.store.AdmitToken(ctx(t), id, gen, e.clock.Now)
+		if err != nil {
+			t.Fatalf("AdmitToken(%s, %d): %v", id, gen, err)
+		}
+		if a.Outcome != clients.Dead || a.Decision.Allowed {
+			t.Fatalf("AdmitToken(%s, %d) = %+v, want Dead", id, gen, a)
+		}
+	}
+	dead(unknown, 1)
+	dead(c.ID, 0)
+	dead(c.ID, 2) // a generation the client never had
+	for range 40 {
+		dead(c.ID, 5)
+	}
+	// Dead requests are not counted: the whole limit is still there.
+	for i := range 30 {
+		a, err := e.store.AdmitToken(ctx(t), c.ID, 1, e.clock.Now)
+		if err != nil || a.Outcome != clients.Admitted {
+			t.Fatalf("request %d after dead ones = %+v, %v; want admitted", i+1, a, err)
+		}
+	}
+	if _, _, err := e.store.RotateSecret(ctx(t), c.ID); err != nil {
+		t.Fatal(err)
+	}
+	dead(c.ID, 1) // stale generation
+	e.clock.Advance(time.Minute)
+	if a, err := e.store.AdmitToken(ctx(t), c.ID, 2, e.clock.Now); err != nil || a.Outcome != clients.Admitted {
+		t.Fatalf("AdmitToken at the new generation = %+v, %v; want admitted", a, err)
+	}
+	if _, err := e.store.Revoke(ctx(t), c.ID); err != nil {
+		t.Fatal(err)
+	}
+	dead(c.ID, 2)
+	dead(c.ID, 3) // the revoked client's current generation
+}
+
+func testAdmitAPI(t *testing.T, e *env) {
+	e.org(t, "acme", clients.EnvironmentSandbox)
+	c, _ := e.client(t, clients.ClientSpec{OrgSlug: "acme", Name: "Adherence dashboard", Audience: clients.AudiencePharma,
+		Scopes: []string{clients.ScopeProgrammeMetricsRead}})
+	a, err := e.store.AdmitAPI(ctx(t), c.ID, 1, e.clock.Now)
+	if err != nil {
+		t.Fatalf("AdmitAPI: %v", err)
+	}
+	want := clients.APIAdmission{
+		Outcome:  clients.Admitted,
+		Decision: ratelimit.Decision{Allowed: true, Count: 1, Wait: time.Minute},
+		Description: clients.Description{
+			Name: "Adherence dashboard", Audience: clients.AudiencePharma,
+			OrgName: "Org acme", OrgSlug: "acme", Environment: clients.EnvironmentSandbox,
+			RateLimitPerMinute: 120,
+		},
+	}
+	if a != want {
+		t.Fatalf("AdmitAPI = %+v, want %+v", a, want)
+	}
+	if got := a.Decision.Remaining(a.Description.RateLimitPerMinute); got != 119 {
+		t.Errorf("Remaining = %d, want 119", got)
+	}
+
+	dead := func(gen int64) {
+		t.Helper()
+		a, err := e.store.AdmitAPI(ctx(t), c.ID, gen, e.clock.Now)
+		if err != nil || a.Outcome != clients.Dead || a.Decision.Allowed || a.Description != (clients.Description{}) {
+			t.Fatalf("AdmitAPI(gen %d) = %+v, %v; want Dead and no description", gen, a, err)
+		}
+	}
+	dead(2)
+	if a, err := e.store.AdmitAPI(ctx(t), clients.NewClientID(), 1, e.clock.Now); err != nil || a.Outcome != clients.Dead {
+		t.Fatalf("AdmitAPI(unknown) = %+v, %v; want Dead", a, err)
+	}
+	if _, _, err := e.store.RotateSecret(ctx(t), c.ID); err != nil {
+		t.Fatal(err)
+	}
+	dead(1) // tokens of the old secret die at once
+	if a, err := e.store.AdmitAPI(ctx(t), c.ID, 2, e.clock.Now); err != nil || a.Outcome != clients.Admitted || a.Decision.Count != 2 {
+		t.Fatalf("AdmitAPI at generation 2 = %+v, %v; want admitted, count 2", a, err)
+	}
+	if _, err := e.store.Revoke(ctx(t), c.ID); err != nil {
+		t.Fatal(err)
+	}
+	dead(2)
+	dead(3)
+}
+
+func testAdmitAPILimitChanges(t *testing.T, e *env) {
+	c, _ := e.hospital(t)
+	admit := func(wantOutcome clients.Outcome, wantCount, wantLimit int64) {
+		t.Helper()
+		a, err := e.store.AdmitAPI(ctx(t), c.ID, 1, e.clock.Now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Outcome != wantOutcome || a.Decision.Count != wantCount || a.Description.RateLimitPerMinute != wantLimit {
+			t.Fatalf("AdmitAPI = %+v; want outcome %d, count %d, limit %d", a, wantOutcome, wantCount, wantLimit)
+		}
+	}
+	if _, err := e.store.SetRateLimit(ctx(t), c.ID, 3); err != nil {
+		t.Fatal(err)
+	}
+	admit(clients.Admitted, 1, 3)
+	admit(clients.Admitted, 2, 3)
+	admit(clients.Admitted, 3, 3)
+	admit(clients.Limited, 3, 3)
+	// Raised: the next request is admitted, in the same window.
+	if _, err := e.store.SetRateLimit(ctx(t), c.ID, 5); err != nil {
+		t.Fatal(err)
+	}
+	admit(clients.Admitted, 4, 5)
+	admit(clients.Admitted, 5, 5)
+	admit(clients.Limited, 5, 5)
+	// Lowered below what the window holds: refused until enough leave it.
+	if _, err := e.store.SetRateLimit(ctx(t), c.ID, 2); err != nil {
+		t.Fatal(err)
+	}
+	admit(clients.Limited, 5, 2)
+	e.clock.Advance(time.Minute)
+	admit(clients.Admitted, 1, 2)
+}
+
+// slidingModel is the reference sliding log: a request at now is admitted
+// when fewer than limit admitted requests lie in (now-window, now].
+type slidingModel struct {
+	limit    int64
+	window   time.Duration
+	admitted []time.Time
+}
+
+func (m *slidingModel) decide(now time.Time) ratelimit.Decision {
+	var in []time.Time
+	for _, a := range m.admitted {
+		if now.Sub(a) < m.window {
+			in = append(in, a)
+		}
+	}
+	if int64(len(in)) < m.limit {
+		m.admitted = append(m.admitted, now)
+		oldest := now
+		if len(in) > 0 {
+			oldest = in[0]
+		}
+		return ratelimit.Decision{Allowed: true, Count: int64(len(in)) + 1, Wait: oldest.Add(m.window).Sub(now)}
+	}
+	wait := in[0].Add(m.window).Sub(now)
+	if wait < time.Millisecond {
+		wait = time.Millisecond
+	}
+	return ratelimit.Decision{Allowed: false, Count: int64(len(in)), Wait: wait}
+}
+
+// checkAnyWindow fails the test if more than limit of the (sorted) admitted
+// times lie in any half-open interval [s, s+window).
+func checkAnyWindow(t *testing.T, admitted []time.Time, limit int64, window time.Duration) {
+	t.Helper()
+	if !slices.IsSortedFunc(admitted, func(a, b time.Time) int { return a.Compare(b) }) {
+		t.Fatal("admitted times are not in order")
+	}
+	j := 0
+	for i := range admitted {
+		if j < i {
+			j = i
+		}
+		for j+1 < len(admitted) && admitted[j+1].Sub(admitted[i]) < window {
+			j++
+		}
+		if n := int64(j - i + 1); n > limit {
+			t.Fatalf("%d requests admitted in the %v starting at %v (limit %d)", n, window, admitted[i].Format(time.RFC3339Nano), limit)
+		}
+	}
+}
+
+// burstSchedule is 40 requests at each of the offsets: requests right at
+// and right before the window edge.
+func burstSchedule(t0 time.Time) (times []time.Time, bursts []time.Duration) {
+	bursts = []time.Duration{0, 59900 * time.Millisecond, 60 * time.Second, 119990 * time.Millisecond,
+		120 * time.Second, 179999 * time.Millisecond, 180 * time.Second, 300 * time.Second}
+	for _, b := range bursts {
+		for range 40 {
+			times = append(times, t0.Add(b))
+		}
+	}
+	return times, bursts
+}
+
+// randomSchedule is n request times, in order, on whole milliseconds: mostly
+// bursts and short gaps, sometimes long pauses.
+func randomSchedule(t *testing.T, t0 time.Time, n int) []time.Time {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("random schedule seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	at := t0
+	out := make([]time.Time, n)
+	for i := range out {
+		switch p := r.IntN(10); {
+		case p < 3: // same millisecond
+		case p < 8:
+			at = at.Add(time.Duration(r.IntN(500)) * time.Millisecond)
+		default:
+			at = at.Add(time.Duration(r.IntN(20_000)) * time.Millisecond)
+		}
+		out[i] = at
+	}
+	return out
+}
+
+// replay runs the schedule through admit, compares every decision with the
+// reference model and checks the any-window property on what was admitted.
+func replay(t *testing.T, e *env, schedule []time.Time, limit int64, admit func(t *testing.T) (clients.Outcome, ratelimit.Decision)) []time.Time {
+	t.Helper()
+	m := &slidingModel{limit: limit, window: clients.Window}
+	var admitted []time.Time
+	refused := 0
+	for i, at := range schedule {
+		e.clock.Set(at)
+		outcome, got := admit(t)
+		want := m.decide(at)
+		wantOutcome := clients.Limited
+		if want.Allowed {
+			wantOutcome = clients.Admitted
+		}
+		if outcome != wantOutcome || got != want {
+			t.Fatalf("request %d at +%v: %d %+v, want %d %+v", i, at.Sub(schedule[0]), outcome, got, wantOutcome, want)
+		}
+		if got.Allowed {
+			admitted = append(admitted, at)
+		} else {
+			refused++
+		}
+	}
+	if refused == 0 || len(admitted) == 0 {
+		t.Fatalf("schedule did not exercise the limit: %d admitted, %d refused", len(admitted), refused)
+	}
+	checkAnyWindow(t, admitted, limit, clients.Window)
+	return admitted
+}
+
+func perBurst(admitted []time.Time, t0 time.Time, bursts []time.Duration) []int {
+	out := make([]int, len(bursts))
+	for _, a := range admitted {
+		out[slices.Index(bursts, a.Sub(t0))]++
+	}
+	return out
+}
+
+func testAdmitTokenAnyWindow(t *testing.T, e *env) {
+	c, _ := e.hospital(t)
+	admit := func(t *testing.T) (clients.Outcome, ratelimit.Decision) {
+		a, err := e.store.AdmitToken(ctx(t), c.ID, 1, e.clock.Now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a.Outcome, a.Decision
+	}
+	t.Run("bursts at the window edge", func(t *testing.T) {
+		t0 := e.clock.Now()
+		schedule, bursts := burstSchedule(t0)
+		admitted := replay(t, e, schedule, 30, admit)
+		if got, want := perBurst(admitted, t0, bursts), []int{30, 0, 30, 0, 30, 0, 30, 30}; !slices.Equal(got, want) {
+			t.Fatalf("admitted per burst = %v, want %v", got, want)
+		}
+	})
+	t.Run("random", func(t *testing.T) {
+		replay(t, e, randomSchedule(t, e.clock.Now().Add(time.Hour), 500), 30, admit)
+	})
+}
+
+func testAdmitAPIAnyWindow(t *testing.T, e *env) {
+	c, _ := e.hospital(t)
+	const limit = 7
+	if _, err := e.store.SetRateLimit(ctx(t), c.ID, limit); err != nil {
+		t.Fatal(err)
+	}
+	admit := func(t *testing.T) (clients.Outcome, ratelimit.Decision) {
+		a, err := e.store.AdmitAPI(ctx(t), c.ID, 1, e.clock.Now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a.Outcome, a.Decision
+	}
+	t.Run("bursts at the window edge", func(t *testing.T) {
+		t0 := e.clock.Now()
+		schedule, bursts := burstSchedule(t0)
+		admitted := replay(t, e, schedule, limit, admit)
+		if got, want := perBurst(admitted, t0, bursts), []int{7, 0, 7, 0, 7, 0, 7, 7}; !slices.Equal(got, want) {
+			t.Fatalf("admitted per burst = %v, want %v", got, want)
+		}
+	})
+	t.Run("random", func(t *testing.T) {
+		replay(t, e, randomSchedule(t, e.clock.Now().Add(time.Hour), 400), limit, admit)
+	})
+}
+
+// testAdmitRedisClock runs both admissions on the Redis server's clock (nil
+// now), as production does.
+func testAdmitRedisClock(t *testing.T, e *env) {
+	c, _ := e.hospital(t)
+	if _, err := e.store.SetRateLimit(ctx(t), c.ID, 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.SetTokenRateLimit(ctx(t), c.ID, 2); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []clients.Outcome{clients.Admitted, clients.Admitted, clients.Limited} {
+		a, err := e.store.AdmitAPI(ctx(t), c.ID, 1, nil)
+		if err != nil || a.Outcome != want {
+			t.Fatalf("AdmitAPI #%d on the Redis clock = %+v, %v; want %d", i+1, a, err, want)
+		}
+		if a.Decision.Wait <= 0 || a.Decision.Wait > time.Minute {
+			t.Fatalf("AdmitAPI #%d wait = %v, want within (0, 60s]", i+1, a.Decision.Wait)
+		}
+		tok, err := e.store.AdmitToken(ctx(t), c.ID, 1, nil)
+		if err != nil || tok.Outcome != want {
+			t.Fatalf("AdmitToken #%d on the Redis clock = %+v, %v; want %d", i+1, tok, err, want)
+		}
+	}
+}
+
+// testRateLogTTL checks that both request logs expire on their own.
+func testRateLogTTL(t *testing.T, e *env) {
+	c, _ := e.hospital(t)
+	if _, err := e.store.AdmitAPI(ctx(t), c.ID, 1, e.clock.Now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.AdmitToken(ctx(t), c.ID, 1, e.clock.Now); err != nil {
+		t.Fatal(err)
+	}
+	logs := 0
+	for _, k := range e.keysWith(t, c.ID) {
+		if typ := e.rdb.Type(ctx(t), k).Val(); typ != "zset" {
+			continue
+		}
+		logs++
+		ttl, err := e.rdb.PTTL(ctx(t), k).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ttl <= 0 || ttl > time.Minute {
+			t.Errorf("request log %s has PTTL %v, want within (0, 60s]", k, ttl)
+		}
+	}
+	if logs != 2 {
+		t.Fatalf("found %d request logs for the client, want 2 (API and token)", logs)
+	}
+}
+
+// testUnknownIDsWriteNothing: requests for ids that are not clients (or no
+// longer in good standing) must not make Redis grow.
+func testUnknownIDsWriteNothing(t *testing.T, e *env) {
+	c, _ := e.hospital(t)
+	before := e.keys(t)
+	for range 20 {
+		id := clients.NewClientID()
+		if a, err := e.store.AdmitAPI(ctx(t), id, 1, e.clock.Now); err != nil || a.Outcome != clients.Dead {
+			t.Fatalf("AdmitAPI(unknown) = %+v, %v", a, err)
+		}
+		if a, err := e.store.AdmitToken(ctx(t), id, 1, e.clock.Now); err != nil || a.Outcome != clients.Dead {
+			t.Fatalf("AdmitToken(unknown) = %+v, %v", a, err)
+		}
+		if _, err := e.store.Credential(ctx(t), id); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.store.InGoodStanding(ctx(t), id, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 5 {
+		if _, err := e.store.AdmitAPI(ctx(t), c.ID, 9, e.clock.Now); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.store.AdmitToken(ctx(t), c.ID, 9, e.clock.Now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after := e.keys(t); !slices.Equal(after, before) {
+		t.Fatalf("requests for unknown ids or dead tokens wrote keys: before %v, after %v", before, after)
+	}
+}
+
+// testHashTags checks that every key has a hash tag, that all keys of one
+// client share {client id} (so each script touches one Cluster slot), and
+// that organisation and registry keys have their own.
+func testHashTags(t *testing.T, e *env) {
+	c, _ := e.hospital(t)
+	if _, _, err := e.store.RotateSecret(ctx(t), c.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.AdmitAPI(ctx(t), c.ID, 2, e.clock.Now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.AdmitToken(ctx(t), c.ID, 2, e.clock.Now); err != nil {
+		t.Fatal(err)
+	}
+	clientTag := "{" + c.ID + "}"
+	allowed := map[string]bool{clientTag: true, "{org:st-elsewhere}": true, "{registry}": true}
+	clientKeys := 0
+	for _, k := range e.keys(t) {
+		tag := hashTag(k)
+		if !allowed[tag] {
+			t.Errorf("key %q has hash tag %q, want one of %v", k, tag, allowed)
+		}
+		if strings.Contains(k, c.ID) && tag != clientTag && tag != "{registry}" {
+			t.Errorf("key %q names the client but hashes on %q", k, tag)
+		}
+		if tag == clientTag {
+			clientKeys++
+		}
+	}
+	// Record, audit stream, API log and token log.
+	if clientKeys != 4 {
+		t.Fatalf("found %d keys tagged %s, want 4: %v", clientKeys, clientTag, e.keys(t))
+	}
+}

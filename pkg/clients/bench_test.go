@@ -1,0 +1,53 @@
+package clients_test
+
+import (
+	"testing"
+
+	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/redistest"
+)
+
+// benchClient creates, on the real test Redis, a client whose limits are so
+// high that no benchmark iteration is refused.
+func benchClient(b *testing.B) (*clients.Store, clients.Client) {
+	b.Helper()
+	rdb := redistest.Client(b)
+	store := clients.NewStore(rdb, redistest.Prefix(b, rdb), nil)
+	ctx := b.Context()
+	if _, err := store.CreateOrg(ctx, clients.OrgSpec{Slug: "bench", Name: "Bench", Environment: clients.EnvironmentLive}); err != nil {
+		b.Fatal(err)
+	}
+	c, _, err := store.CreateClient(ctx, clients.ClientSpec{OrgSlug: "bench", Name: "bench", Audience: clients.AudienceHospital,
+		Scopes: clients.AllScopes, RateLimitPerMinute: clients.MaxRateLimitPerMinute})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := store.SetTokenRateLimit(ctx, c.ID, clients.MaxRateLimitPerMinute); err != nil {
+		b.Fatal(err)
+	}
+	return store, c
+}
+
+func BenchmarkAdmitAPI(b *testing.B) {
+	store, c := benchClient(b)
+	ctx := b.Context()
+	b.ReportAllocs()
+	for b.Loop() {
+		a, err := store.AdmitAPI(ctx, c.ID, 1, nil)
+		if err != nil || a.Outcome != clients.Admitted {
+			b.Fatalf("AdmitAPI = %+v, %v", a, err)
+		}
+	}
+}
+
+func BenchmarkAdmitToken(b *testing.B) {
+	store, c := benchClient(b)
+	ctx := b.Context()
+	b.ReportAllocs()
+	for b.Loop() {
+		a, err := store.AdmitToken(ctx, c.ID, 1, nil)
+		if err != nil || a.Outcome != clients.Admitted {
+			b.Fatalf("AdmitToken = %+v, %v", a, err)
+		}
+	}
+}
