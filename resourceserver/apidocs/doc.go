@@ -1,0 +1,16 @@
+// Package apidocs holds the public documentation of the Partner Integration
+// API: the OpenAPI 3.1 document of both services (token service and resource
+// server), the Markdown guides, an API reference generated from the OpenAPI
+// document, and the llms.txt index (https://llmstxt.org/) that links them.
+//
+// The OpenAPI document (openapi.json) and the guides (guides/*.md) are written
+// by hand and embedded in the binary. [New] parses and validates the document
+// once and renders the reference page and the llms.txt files from it, so the
+// reference can never disagree with the schema. A [Docs] is immutable after
+// [New] and safe for concurrent use.
+//
+// The package serves no HTTP itself: the resource server maps its routes to
+// [Docs.OpenAPIJSON], [Docs.LLMsTxt], [Docs.LLMsFullTxt] and [Docs.Page].
+// Tests of both servers check real answers against the document with
+// [Docs.ValidateResponse].
+package apidocs
