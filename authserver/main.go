@@ -51,6 +51,7 @@ const usage = `usage: authserver COMMAND [flags]
   clients set-rate-limit CLIENT_ID N [--token]
   clients audit CLIENT_ID
   sandbox seed
+  healthcheck [--url URL]
 
 Every command but keys reads REDIS_URL; every command takes --json.`
 
@@ -64,6 +65,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	switch cmd {
 	case "serve":
 		return serve(ctx, rest, getenv, stdout, stderr)
+	case "healthcheck":
+		return healthcheck(ctx, rest, getenv, stdout)
 	case "keys":
 		return keysCommand(rest, stdout)
 	case "orgs", "clients", "sandbox":

@@ -109,7 +109,10 @@ type Server struct {
 func StartServer(t testing.TB, args ...string) *Server {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Fatalf("redistest: redis-server is not installed: %v", err)
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("redistest: redis-server is not installed (CI=true): %v", err)
+		}
+		t.Skipf("redistest: redis-server is not installed: %v", err)
 	}
 	s := &Server{Port: FreePort(t), Dir: t.TempDir(), Args: args, t: t}
 	s.Start()
