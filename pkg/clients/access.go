@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -25,12 +26,16 @@ type Credential struct {
 	Generation int64
 	active     bool
 	digest     Digest
+	checks     *atomic.Int64
 }
 
 // Matches hashes secret and compares it with the stored digest in constant
 // time, on the same path for unknown, revoked and active clients (no timing
 // oracle); only an active client's right secret matches.
 func (c *Credential) Matches(secret string) bool {
+	if c.checks != nil {
+		c.checks.Add(1)
+	}
 	ok := c.digest.Matches(secret)
 	return ok && c.active
 }
@@ -39,7 +44,7 @@ func (c *Credential) Matches(secret string) bool {
 // unknown id, or one that is not even of the id's form, gives a credential
 // that never matches, never an error.
 func (s *Store) Credential(ctx context.Context, id string) (*Credential, error) {
-	cred := &Credential{ClientID: id, digest: unknownDigest}
+	cred := &Credential{ClientID: id, digest: unknownDigest, checks: &s.digestChecks}
 	if !ValidClientID(id) {
 		return cred, nil
 	}
@@ -60,6 +65,10 @@ func (s *Store) Credential(ctx context.Context, id string) (*Credential, error) 
 	cred.Audience = str(v[4])
 	return cred, nil
 }
+
+// DigestChecks is how many secrets this Store's credentials have hashed and
+// compared: one per authentication attempt, whatever its outcome.
+func (s *Store) DigestChecks() int64 { return s.digestChecks.Load() }
 
 func str(v any) string { s, _ := v.(string); return s }
 

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -18,6 +19,8 @@ type Store struct {
 	rdb    redis.UniversalClient
 	prefix string
 	now    func() time.Time
+	// digestChecks counts secret comparisons (see DigestChecks).
+	digestChecks atomic.Int64
 }
 
 // NewStore returns a Store whose keys all start with prefix ("" in
