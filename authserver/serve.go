@@ -14,7 +14,6 @@ import (
 	"github.com/partnerapi/authplatform/pkg/clientip"
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/logging"
-	"github.com/partnerapi/authplatform/pkg/ratelimit"
 	"github.com/partnerapi/authplatform/pkg/redisconn"
 )
 
@@ -86,7 +85,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		tokenserver.Deps{
 			Registry: clients.NewStore(rdb, getenv("REDIS_KEY_PREFIX"), nil),
 			Keys:     keys,
-			Failures: ratelimit.NewLimiter(rdb, tokenserver.DefaultFailuresPerMinute, time.Minute, nil),
+			Redis:    rdb,
 			Ready:    func(ctx context.Context) error { return redisconn.Ping(ctx, rdb, time.Second) },
 		})
 	if err != nil {

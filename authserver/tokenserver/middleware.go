@@ -92,7 +92,7 @@ func (s *Server) blocked(ctx context.Context, w http.ResponseWriter, r *http.Req
 	if !ok {
 		return false
 	}
-	now := time.Now()
+	now := s.rateClock()
 	if !now.Before(until) {
 		s.blocks.Remove(addr)
 		return false
@@ -116,8 +116,19 @@ func (s *Server) countFailure(ctx context.Context, r *http.Request) {
 		s.log.WarnContext(ctx, "count failed authentication", "err", err)
 		return
 	}
-	if !d.Allowed {
-		s.blocks.Add(addr, time.Now().Add(d.Wait))
+	// Block once the limit is reached, not one failure later: the address
+	// may cause FailuresPerMinute failures, and its next request is refused.
+	if !d.Allowed || d.Count >= s.cfg.FailuresPerMinute {
+		s.blocks.Add(addr, s.rateClock().Add(d.Wait))
 		annotate(ctx, slog.Bool("address_blocked", true))
 	}
+}
+
+// rateClock is the clock of the rate limits: the injected one, else the
+// local clock (only durations measured by the limiter are added to it).
+func (s *Server) rateClock() time.Time {
+	if s.cfg.RateNow != nil {
+		return s.cfg.RateNow()
+	}
+	return time.Now()
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-oauth2/oauth2/v4/server"
 	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
 	"github.com/partnerapi/authplatform/pkg/clientip"
@@ -60,8 +61,8 @@ func (c Config) Validate() error {
 type Deps struct {
 	Registry registry
 	Keys     *accesstoken.KeySet
-	// Failures counts failed client authentications per address.
-	Failures *ratelimit.Limiter
+	// Redis runs the per-address failure count (see Config.FailuresPerMinute).
+	Redis redis.Scripter
 	// Ready reports whether Redis answers (for /readyz).
 	Ready func(ctx context.Context) error
 }
@@ -86,11 +87,14 @@ func NewServer(logger *slog.Logger, cfg Config, deps Deps) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if deps.Registry == nil || deps.Keys == nil || deps.Ready == nil || deps.Failures == nil {
-		return nil, errors.New("tokenserver: registry, keys, failure limiter and readiness check are required")
+	if deps.Registry == nil || deps.Keys == nil || deps.Ready == nil || deps.Redis == nil {
+		return nil, errors.New("tokenserver: registry, keys, Redis and readiness check are required")
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.FailuresPerMinute == 0 {
+		cfg.FailuresPerMinute = DefaultFailuresPerMinute
 	}
 	issuer, err := accesstoken.NewIssuer(deps.Keys, cfg.Issuer, cfg.Audience)
 	if err != nil {
@@ -112,7 +116,7 @@ func NewServer(logger *slog.Logger, cfg Config, deps Deps) (*Server, error) {
 		log: logger, cfg: cfg, reg: deps.Registry,
 		oauth:    newOAuth(deps.Registry, issuer, cfg),
 		verifier: accesstoken.NewVerifier(accesstoken.StaticKeys{Set: deps.Keys.Public()}, cfg.Issuer, cfg.Audience, cfg.Now),
-		failures: deps.Failures, blocks: blocks, ready: deps.Ready, jwks: jwks, meta: meta,
+		failures: ratelimit.NewLimiter(deps.Redis, cfg.FailuresPerMinute, time.Minute, cfg.RateNow), blocks: blocks, ready: deps.Ready, jwks: jwks, meta: meta,
 	}
 	s.mux = s.middleware(newRouter(s.routes()))
 	return s, nil

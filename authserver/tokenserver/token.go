@@ -68,8 +68,10 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 		s.tokenError(ctx, w, r, credentials{}, err)
 		return
 	}
+	// RFC 6749 section 3.2: a parameter sent without a value is treated as
+	// omitted, so "grant_type=" is a missing grant type.
 	switch gt := req.Params.Get("grant_type"); {
-	case !req.Params.Has("grant_type"):
+	case gt == "":
 		s.tokenError(ctx, w, r, req.Client, invalidRequest("grant_type is required"))
 		return
 	case gt != string(oauth2.ClientCredentials):

@@ -18,7 +18,6 @@ import (
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/logging"
-	"github.com/partnerapi/authplatform/pkg/ratelimit"
 	"github.com/partnerapi/authplatform/pkg/redisconn"
 	"github.com/partnerapi/authplatform/resourceserver/api"
 	"github.com/partnerapi/authplatform/resourceserver/apidocs"
@@ -85,8 +84,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	auth, err := tokenserver.NewServer(logger, tokenserver.Config{Issuer: base, Audience: "partner-api", KeyPrefix: prefix},
 		tokenserver.Deps{
 			Registry: store, Keys: keys,
-			Failures: ratelimit.NewLimiter(rdb, tokenserver.DefaultFailuresPerMinute, time.Minute, nil),
-			Ready:    func(ctx context.Context) error { return redisconn.Ping(ctx, rdb, time.Second) },
+			Redis: rdb,
+			Ready: func(ctx context.Context) error { return redisconn.Ping(ctx, rdb, time.Second) },
 		})
 	if err != nil {
 		ln.Close()

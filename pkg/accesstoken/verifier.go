@@ -77,7 +77,7 @@ func (v *Verifier) VerifySignature(token string) (*Claims, error) {
 	h := jwsbb.HeaderParseCompact(hdr)
 	typ, err := jwsbb.HeaderGetString(h, jws.TypeKey)
 	// RFC 9068 section 4: reject tokens whose typ is not at+jwt.
-	if err != nil || !strings.EqualFold(strings.TrimPrefix(typ, "application/"), TypeHeader) {
+	if err != nil || !(strings.EqualFold(typ, TypeHeader) || strings.EqualFold(typ, "application/"+TypeHeader)) {
 		return nil, ErrHeader
 	}
 	kid, err := jwsbb.HeaderGetString(h, jws.KeyIDKey)

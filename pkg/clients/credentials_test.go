@@ -40,9 +40,9 @@ func TestValidClientID(t *testing.T) {
 		{"svc_" + strings.Repeat("z7", 12), true},
 		{"", false},
 		{"svc_", false},
-		{ok[:len(ok)-1], false},             // 23 characters
-		{ok + "a", false},                    // 25 characters
-		{strings.ToUpper(ok), false},         // upper case
+		{ok[:len(ok)-1], false},      // 23 characters
+		{ok + "a", false},            // 25 characters
+		{strings.ToUpper(ok), false}, // upper case
 		{"svc_" + strings.Repeat("a", 23) + "1", false}, // 1 is not base32
 		{"svc_" + strings.Repeat("a", 23) + "8", false},
 		{"cli_" + strings.Repeat("a", 24), false},
@@ -120,11 +120,11 @@ func TestCheckScopes(t *testing.T) {
 
 func TestParseScopes(t *testing.T) {
 	for in, want := range map[string][]string{
-		"":                      {},
-		"   ":                   {},
-		"a":                     {"a"},
-		" a  b\tc ":             {"a", "b", "c"},
-		"events.subscribe x.y":  {"events.subscribe", "x.y"},
+		"":                     {},
+		"   ":                  {},
+		"a":                    {"a"},
+		" a  b\tc ":            {"a", "b", "c"},
+		"events.subscribe x.y": {"events.subscribe", "x.y"},
 	} {
 		got := clients.ParseScopes(in)
 		if got == nil || !slices.Equal(got, want) {

@@ -133,9 +133,7 @@ func (s ClientSpec) Validate() error {
 	if !slices.Contains(Audiences, s.Audience) {
 		errs = append(errs, fmt.Errorf("audience %q: must be one of %s", s.Audience, strings.Join(Audiences, ", ")))
 	}
-	if err := CheckScopes(s.Audience, s.Scopes); err != nil {
-		errs = append(errs, err)
-	}
+	errs = append(errs, scopeProblems(s.Audience, s.Scopes)...)
 	if s.RateLimitPerMinute < 0 || s.RateLimitPerMinute > MaxRateLimitPerMinute {
 		errs = append(errs, fmt.Errorf("rate limit %d: must be 1-%d", s.RateLimitPerMinute, MaxRateLimitPerMinute))
 	}
@@ -145,6 +143,10 @@ func (s ClientSpec) Validate() error {
 // CheckScopes enforces the scope rules: known scopes only, no repeats, and
 // patient-level scopes for hospital clients only (spec: Scopes, rule 1).
 func CheckScopes(audience string, scopes []string) error {
+	return invalid(scopeProblems(audience, scopes))
+}
+
+func scopeProblems(audience string, scopes []string) []error {
 	var errs []error
 	seen := map[string]bool{}
 	for _, sc := range scopes {
@@ -158,7 +160,7 @@ func CheckScopes(audience string, scopes []string) error {
 		}
 		seen[sc] = true
 	}
-	return invalid(errs)
+	return errs
 }
 
 // ParseScopes splits a space-separated scope list (RFC 6749 section 3.3).

@@ -4,7 +4,40 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 )
+
+// unlockScript deletes a lock only if it still holds this holder's token.
+var unlockScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+`)
+
+// lock takes a short Redis lock (SET NX PX), waiting up to ttl for it. It
+// expires by itself should the holder die.
+func (s *Store) lock(ctx context.Context, key string, ttl time.Duration) (func(), error) {
+	token := NewSecret() // any unguessable value
+	deadline := time.Now().Add(ttl)
+	for {
+		ok, err := s.rdb.SetNX(ctx, key, token, ttl).Result()
+		if err != nil {
+			return nil, unavailable("lock", err)
+		}
+		if ok {
+			return func() { unlockScript.Run(context.WithoutCancel(ctx), s.rdb, []string{key}, token) }, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%w: %s is held by another process", ErrUnavailable, key)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
 
 // The simulation organisation (spec: Scopes, rule 5).
 const (
@@ -31,6 +64,13 @@ type SeededClient struct {
 // active demo client per audience. Clients that exist already are returned
 // without a secret.
 func (s *Store) SeedSandbox(ctx context.Context) (Org, []SeededClient, error) {
+	// Concurrent seeds (two replicas starting at once) take turns, so the
+	// second finds the first one's clients instead of creating its own.
+	unlock, err := s.lock(ctx, s.prefix+"{org:"+SandboxOrgSlug+"}:seed-lock", 30*time.Second)
+	if err != nil {
+		return Org{}, nil, err
+	}
+	defer unlock()
 	org, err := s.CreateOrg(ctx, OrgSpec{Slug: SandboxOrgSlug, Name: SandboxOrgName, Environment: EnvironmentSandbox})
 	if errors.Is(err, ErrExists) {
 		org, err = s.GetOrg(ctx, SandboxOrgSlug)

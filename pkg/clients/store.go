@@ -226,22 +226,23 @@ redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', 'event', 'client.' .. o
 return gen
 `)
 
-func (s *Store) change(ctx context.Context, id, op, value string) error {
+// change runs changeScript and returns the client's generation after it.
+func (s *Store) change(ctx context.Context, id, op, value string) (int64, error) {
 	if !ValidClientID(id) {
-		return fmt.Errorf("client %q: %w", id, ErrNotFound)
+		return 0, fmt.Errorf("client %q: %w", id, ErrNotFound)
 	}
 	n, err := changeScript.Run(ctx, s.rdb, []string{s.clientKey(id), s.clientAudit(id)},
 		op, formatTime(s.now().UTC()), auditMaxLen, value, id).Int64()
 	if err != nil {
-		return unavailable(op, err)
+		return 0, unavailable(op, err)
 	}
 	switch n {
 	case 0:
-		return fmt.Errorf("client %s: %w", id, ErrNotFound)
+		return 0, fmt.Errorf("client %s: %w", id, ErrNotFound)
 	case -1:
-		return fmt.Errorf("client %s: %w", id, ErrRevoked)
+		return 0, fmt.Errorf("client %s: %w", id, ErrRevoked)
 	}
-	return nil
+	return n, nil
 }
 
 // RotateSecret gives the client a new secret and raises its generation:
@@ -250,17 +251,23 @@ func (s *Store) change(ctx context.Context, id, op, value string) error {
 func (s *Store) RotateSecret(ctx context.Context, id string) (Client, string, error) {
 	secret := NewSecret()
 	d := DigestOf(secret)
-	if err := s.change(ctx, id, "rotate", hex.EncodeToString(d[:])); err != nil {
+	gen, err := s.change(ctx, id, "rotate", hex.EncodeToString(d[:]))
+	if err != nil {
 		return Client{}, "", err
 	}
 	c, err := s.GetClient(ctx, id)
-	return c, secret, err
+	if err != nil {
+		// The rotation happened: the new secret is the only one that works,
+		// so it is returned even when the record cannot be read back.
+		return Client{ID: id, Status: StatusActive, Generation: gen, Scopes: []string{}}, secret, nil
+	}
+	return c, secret, nil
 }
 
 // Revoke ends the client for good: token requests are refused and every
 // token it holds is dead at once.
 func (s *Store) Revoke(ctx context.Context, id string) (Client, error) {
-	if err := s.change(ctx, id, "revoke", ""); err != nil {
+	if _, err := s.change(ctx, id, "revoke", ""); err != nil {
 		return Client{}, err
 	}
 	return s.GetClient(ctx, id)
@@ -281,7 +288,7 @@ func (s *Store) setLimit(ctx context.Context, id, op string, perMinute int64) (C
 	if perMinute < 1 || perMinute > MaxRateLimitPerMinute {
 		return Client{}, fmt.Errorf("%w: rate limit %d: must be 1-%d", ErrInvalid, perMinute, MaxRateLimitPerMinute)
 	}
-	if err := s.change(ctx, id, op, strconv.FormatInt(perMinute, 10)); err != nil {
+	if _, err := s.change(ctx, id, op, strconv.FormatInt(perMinute, 10)); err != nil {
 		return Client{}, err
 	}
 	return s.GetClient(ctx, id)

@@ -40,7 +40,7 @@ func Open(rawURL string) (redis.UniversalClient, error) {
 			return nil, fmt.Errorf("REDIS_URL (sentinel): %w", err)
 		}
 		tune(&opt.ReadTimeout, &opt.WriteTimeout)
-		return redis.NewFailoverClient(opt), nil
+		return build("REDIS_URL (sentinel)", func() redis.UniversalClient { return redis.NewFailoverClient(opt) })
 	case u.Scheme == "redis+cluster" || u.Scheme == "rediss+cluster" || q.Has("addr"):
 		u.Scheme = strings.TrimSuffix(u.Scheme, "+cluster")
 		opt, err := redis.ParseClusterURL(u.String())
@@ -48,15 +48,27 @@ func Open(rawURL string) (redis.UniversalClient, error) {
 			return nil, fmt.Errorf("REDIS_URL (cluster): %w", err)
 		}
 		tune(&opt.ReadTimeout, &opt.WriteTimeout)
-		return redis.NewClusterClient(opt), nil
+		return build("REDIS_URL (cluster)", func() redis.UniversalClient { return redis.NewClusterClient(opt) })
 	default:
 		opt, err := redis.ParseURL(rawURL)
 		if err != nil {
 			return nil, fmt.Errorf("REDIS_URL: %w", err)
 		}
 		tune(&opt.ReadTimeout, &opt.WriteTimeout)
-		return redis.NewClient(opt), nil
+		return build("REDIS_URL", func() redis.UniversalClient { return redis.NewClient(opt) })
 	}
+}
+
+// build runs a go-redis constructor, which panics on some option values a URL
+// can carry (route_randomly or route_by_latency with master_name, a negative
+// pool_size): a bad REDIS_URL must be an error, not a crash.
+func build(what string, newClient func() redis.UniversalClient) (rdb redis.UniversalClient, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			rdb, err = nil, fmt.Errorf("%s: invalid options: %v", what, r)
+		}
+	}()
+	return newClient(), nil
 }
 
 // tune sets defaults suited to a request path that must fail fast when

@@ -1,0 +1,221 @@
+package tokenserver
+
+import (
+	"context"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/partnerapi/authplatform/pkg/clients"
+)
+
+func grant() string { return form("grant_type", "client_credentials") }
+
+// TestTokenRateLimit (point 6): the 31st token request within 60 seconds is
+// 429 slow_down with Retry-After until the oldest request leaves the window;
+// two instances on one Redis share the count; the log expires.
+func TestTokenRateLimit(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	other, _ := e.start(e.keys) // a second replica on the same Redis and prefix
+	id, secret := e.client(clients.AudiencePharma, clients.ScopeEventsSubscribe)
+	t0 := epoch
+
+	// 30 requests in the first 2.9 seconds, alternating replicas.
+	for i := range 30 {
+		e.rate.Set(t0.Add(time.Duration(i) * 100 * time.Millisecond))
+		base := e.url
+		if i%2 == 1 {
+			base = other
+		}
+		tokenReply(t, post(t, base+PathToken, formType, grant(), basic(id, secret)), "events.subscribe")
+	}
+	// The 31st at 20.5 s, on either replica: the oldest (t0) leaves at 60 s.
+	e.rate.Set(t0.Add(20500 * time.Millisecond))
+	for _, base := range []string{e.url, other} {
+		r := post(t, base+PathToken, formType, grant(), basic(id, secret))
+		wantStatus(t, r, http.StatusTooManyRequests)
+		wantHeaders(t, r, oauthHeaders(map[string]string{"Retry-After": "40", "WWW-Authenticate": ""}))
+		wantJSON(t, r, bodySlowDown)
+	}
+	// Form credentials are limited alike.
+	r := post(t, other+PathToken, formType, form("grant_type", "client_credentials", "client_id", id, "client_secret", secret))
+	wantStatus(t, r, http.StatusTooManyRequests)
+
+	// The refusals were not counted: at 60 s exactly the oldest has left and
+	// one request is admitted; the next must wait for the second oldest
+	// (t0+100ms), 0.1 s away, rounded up to 1.
+	e.rate.Set(t0.Add(time.Minute))
+	tokenReply(t, post(t, other+PathToken, formType, grant(), basic(id, secret)), "events.subscribe")
+	r = post(t, e.url+PathToken, formType, grant(), basic(id, secret))
+	wantStatus(t, r, http.StatusTooManyRequests)
+	wantHeaders(t, r, map[string]string{"Retry-After": "1"})
+
+	// The limit is per client: another client is unaffected.
+	id2, secret2 := e.client(clients.AudiencePharma)
+	tokenReply(t, post(t, e.url+PathToken, formType, grant(), basic(id2, secret2)), "")
+
+	// A raised limit applies from the next request.
+	if _, err := e.store.SetTokenRateLimit(context.Background(), id, 31); err != nil {
+		t.Fatal(err)
+	}
+	tokenReply(t, post(t, e.url+PathToken, formType, grant(), basic(id, secret)), "events.subscribe")
+
+	// The token log expires (its key is "{client_id}:rl:token" under the prefix).
+	ttl, err := e.rdb.PTTL(context.Background(), e.prefix+"{"+id+"}:rl:token").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ttl <= 0 || ttl > time.Minute {
+		t.Errorf("token log TTL %v, want within (0, 1m]", ttl)
+	}
+}
+
+// TestTokenRateLimitAnyWindow (point 6) replays a pseudo-random schedule of
+// token requests across two replicas with the injected clock and checks,
+// against a model of the sliding window, that no 60-second window ever saw
+// more than 30 tokens, that every refusal came with a full window, and that
+// Retry-After is the time until the window's oldest token leaves it.
+func TestTokenRateLimitAnyWindow(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	other, _ := e.start(e.keys)
+	id, secret := e.client(clients.AudienceHospital, clients.ScopePatientsRead)
+	rng := rand.New(rand.NewPCG(2030, 6))
+	const limit = 30
+	var issued []time.Time
+	now := epoch
+	refused := 0
+	for i := range 220 {
+		// Bursts and pauses: mostly 0-1.5 s apart, sometimes 20 s.
+		step := time.Duration(rng.IntN(1500)) * time.Millisecond
+		if rng.IntN(25) == 0 {
+			step = 20 * time.Second
+		}
+		now = now.Add(step)
+		e.rate.Set(now)
+		base := e.url
+		if rng.IntN(2) == 1 {
+			base = other
+		}
+		// The model: tokens in (now-60s, now].
+		var inWindow []time.Time
+		for _, at := range issued {
+			if at.After(now.Add(-time.Minute)) {
+				inWindow = append(inWindow, at)
+			}
+		}
+		r := post(t, base+PathToken, formType, grant(), basic(id, secret))
+		switch r.Status {
+		case http.StatusOK:
+			if len(inWindow) >= limit {
+				t.Fatalf("request %d at %v: issued with %d tokens already in the window", i, now.Sub(epoch), len(inWindow))
+			}
+			issued = append(issued, now)
+		case http.StatusTooManyRequests:
+			refused++
+			if len(inWindow) < limit {
+				t.Fatalf("request %d at %v: refused with only %d tokens in the window", i, now.Sub(epoch), len(inWindow))
+			}
+			wait := inWindow[0].Add(time.Minute).Sub(now)
+			want := strconv.FormatInt(int64((wait+time.Second-1)/time.Second), 10)
+			if got := r.Header.Get("Retry-After"); got != want {
+				t.Fatalf("request %d: Retry-After %s, want %s", i, got, want)
+			}
+		default:
+			t.Fatalf("request %d: status %d: %s", i, r.Status, r.Body)
+		}
+	}
+	// Never more than 30 in any 60-second window [a, a+60s).
+	for i, a := range issued {
+		n := 0
+		for _, b := range issued[i:] {
+			if b.Before(a.Add(time.Minute)) {
+				n++
+			}
+		}
+		if n > limit {
+			t.Fatalf("%d tokens in the minute from %v", n, a.Sub(epoch))
+		}
+	}
+	t.Logf("%d tokens issued, %d refused over %v", len(issued), refused, now.Sub(epoch))
+	if refused == 0 || len(issued) <= 2*limit {
+		t.Fatalf("schedule too gentle to test the limit: %d issued, %d refused", len(issued), refused)
+	}
+}
+
+// TestFailureLimitPerAddress: after FailuresPerMinute invalid_client
+// answers from one address, its next requests are 429 slow_down, even with
+// good credentials, until the window lets it in again; other addresses are
+// unaffected; replicas share the count.
+func TestFailureLimitPerAddress(t *testing.T) {
+	t.Parallel()
+	const n = 3
+	e := newEnv(t, withTrust("127.0.0.1/32"), withFailures(n))
+	other, _ := e.start(e.keys)
+	id, secret := e.client(clients.AudiencePharma, clients.ScopeEventsSubscribe)
+	from := func(addr string) func(*http.Request) { return header("X-Forwarded-For", addr) }
+	const attacker, bystander = "203.0.113.7", "198.51.100.9"
+
+	for i := range n {
+		r := post(t, e.url+PathToken, formType, grant(), basic(id, "svc_cs_guess"+strconv.Itoa(i)), from(attacker))
+		wantStatus(t, r, http.StatusUnauthorized)
+		wantJSON(t, r, bodyInvalidClient)
+	}
+	blocked := func(r reply, retryAfter string) {
+		t.Helper()
+		wantStatus(t, r, http.StatusTooManyRequests)
+		wantHeaders(t, r, oauthHeaders(map[string]string{"Retry-After": retryAfter}))
+		wantJSON(t, r, bodyBlocked)
+	}
+	// Good credentials from that address: refused without being checked,
+	// on both endpoints.
+	before := e.store.DigestChecks()
+	blocked(post(t, e.url+PathToken, formType, grant(), basic(id, secret), from(attacker)), "60")
+	blocked(post(t, e.url+PathIntrospect, formType, form("token", "x"), basic(id, secret), from(attacker)), "60")
+	if d := e.store.DigestChecks() - before; d != 0 {
+		t.Errorf("%d secrets of a blocked address were checked", d)
+	}
+	// Other addresses are unaffected.
+	tokenReply(t, post(t, e.url+PathToken, formType, grant(), basic(id, secret), from(bystander)), "events.subscribe")
+	tokenReply(t, post(t, e.url+PathToken, formType, grant(), basic(id, secret)), "events.subscribe")
+	// Retry-After counts down with the clock...
+	e.rate.Add(20500 * time.Millisecond)
+	blocked(post(t, e.url+PathToken, formType, grant(), basic(id, secret), from(attacker)), "40")
+	// ...and when the failures have left the window, the address is served.
+	e.rate.Set(epoch.Add(time.Minute))
+	tokenReply(t, post(t, e.url+PathToken, formType, grant(), basic(id, secret), from(attacker)), "events.subscribe")
+
+	// Replicas share the count: two failures on one and one on the other
+	// block the address on the other.
+	const spread = "203.0.113.8"
+	for _, base := range []string{e.url, e.url, other} {
+		wantStatus(t, post(t, base+PathToken, formType, grant(), basic(id, "svc_cs_guess"), from(spread)), http.StatusUnauthorized)
+	}
+	blocked(post(t, other+PathToken, formType, grant(), basic(id, secret), from(spread)), "60")
+
+	// Failed introspection callers count too.
+	const prober = "203.0.113.9"
+	for range n {
+		wantStatus(t, post(t, e.url+PathIntrospect, formType, form("token", "x"), basic(id, "svc_cs_guess"), from(prober)), http.StatusUnauthorized)
+	}
+	blocked(post(t, e.url+PathToken, formType, grant(), basic(id, secret), from(prober)), "60")
+}
+
+// TestFailureLimitIgnoresUntrustedForwarding: without a trusted proxy,
+// X-Forwarded-For is the client's own claim and changes nothing.
+func TestFailureLimitIgnoresUntrustedForwarding(t *testing.T) {
+	t.Parallel()
+	const n = 2
+	e := newEnv(t, withFailures(n))
+	id, secret := e.client(clients.AudiencePharma)
+	for i := range n {
+		r := post(t, e.url+PathToken, formType, grant(), basic(id, "svc_cs_guess"), header("X-Forwarded-For", "192.0.2."+strconv.Itoa(i+1)))
+		wantStatus(t, r, http.StatusUnauthorized)
+	}
+	r := post(t, e.url+PathToken, formType, grant(), basic(id, secret), header("X-Forwarded-For", "192.0.2.200"))
+	wantStatus(t, r, http.StatusTooManyRequests)
+	wantJSON(t, r, bodyBlocked)
+}

@@ -1,0 +1,112 @@
+package tokenserver
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+var requestIDRE = regexp.MustCompile(`^[0-9a-f]{32}$`)
+
+// TestRoutes: unknown paths 404 and wrong methods 405 with Allow, both as
+// {"detail"}; health and readiness; a request id on every answer.
+func TestRoutes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tests := []struct {
+		method, path string
+		status       int
+		want         string
+		headers      map[string]string
+	}{
+		{"GET", "/nope", 404, `{"detail":"not found"}`, nil},
+		{"POST", "/nope", 404, `{"detail":"not found"}`, nil},
+		{"GET", "/", 404, `{"detail":"not found"}`, nil},
+		{"POST", "/api/v1/oauth/token", 404, `{"detail":"not found"}`, nil},
+		{"POST", "/api/v1/oauth/token/extra", 404, `{"detail":"not found"}`, nil},
+		{"GET", "/api/v1/me/", 404, `{"detail":"not found"}`, nil},
+		{"GET", PathToken, 405, `{"detail":"method not allowed"}`, map[string]string{"Allow": "POST"}},
+		{"PUT", PathToken, 405, `{"detail":"method not allowed"}`, map[string]string{"Allow": "POST"}},
+		{"DELETE", PathIntrospect, 405, `{"detail":"method not allowed"}`, map[string]string{"Allow": "POST"}},
+		{"POST", PathJWKS, 405, `{"detail":"method not allowed"}`, map[string]string{"Allow": "GET, HEAD"}},
+		{"POST", PathMetadata, 405, `{"detail":"method not allowed"}`, map[string]string{"Allow": "GET, HEAD"}},
+		{"POST", "/healthz", 405, `{"detail":"method not allowed"}`, map[string]string{"Allow": "GET, HEAD"}},
+		{"GET", "/healthz", 200, `{"status":"ok"}`, map[string]string{"Cache-Control": "no-store"}},
+		{"GET", "/readyz", 200, `{"status":"ok"}`, map[string]string{"Cache-Control": "no-store"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
+			t.Parallel()
+			r := send(t, newRequest(t, tc.method, e.url+tc.path, "", nil))
+			wantStatus(t, r, tc.status)
+			wantHeaders(t, r, jsonHeaders(tc.headers))
+			wantJSON(t, r, tc.want)
+			if id := r.Header.Get("X-Request-Id"); !requestIDRE.MatchString(id) {
+				t.Errorf("X-Request-Id %q", id)
+			}
+		})
+	}
+}
+
+// TestRequestID: an id from a trusted proxy is echoed when sane; from
+// anyone else, or insane, a fresh one is made. Every answer has its own.
+func TestRequestID(t *testing.T) {
+	t.Parallel()
+	trusted := newEnv(t, withTrust("127.0.0.1"))
+	untrusted := newEnv(t)
+	for _, tc := range []struct {
+		name, base, sent string
+		echoed           bool
+	}{
+		{"trusted proxy", trusted.url, "req-42.a_B", true},
+		{"trusted proxy, bad characters", trusted.url, "req 42;drop", false},
+		{"trusted proxy, too long", trusted.url, strings.Repeat("a", 129), false},
+		{"untrusted peer", untrusted.url, "req-42", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, path := range []string{"/healthz", "/nope", PathToken} {
+				r := get(t, tc.base+path, header("X-Request-Id", tc.sent))
+				got := r.Header.Get("X-Request-Id")
+				if tc.echoed && got != tc.sent {
+					t.Errorf("%s: X-Request-Id %q, want %q echoed", path, got, tc.sent)
+				}
+				if !tc.echoed && !requestIDRE.MatchString(got) {
+					t.Errorf("%s: X-Request-Id %q, want a fresh id", path, got)
+				}
+			}
+		})
+	}
+	a := get(t, untrusted.url+"/healthz").Header.Get("X-Request-Id")
+	b := get(t, untrusted.url+"/healthz").Header.Get("X-Request-Id")
+	if a == b {
+		t.Errorf("two answers share the request id %s", a)
+	}
+	// The access record carries the same id.
+	if !strings.Contains(untrusted.logs.String(), `"request_id":"`+a+`"`) {
+		t.Errorf("request id %s not in the access log", a)
+	}
+}
+
+// TestPanicRecovery: a panicking handler answers 500 {"detail"} without
+// internals, with a request id, and the panic is logged.
+func TestPanicRecovery(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	h := e.srv.middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		panic("redis://:hunter2@10.0.0.5:6379 exploded")
+	}))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, PathToken, nil))
+	r := reply{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}
+	wantStatus(t, r, http.StatusInternalServerError)
+	wantHeaders(t, r, jsonHeaders(nil))
+	wantJSON(t, r, `{"detail":"internal error"}`)
+	if strings.Contains(string(r.Body), "hunter2") || !requestIDRE.MatchString(r.Header.Get("X-Request-Id")) {
+		t.Errorf("answer %v %s", r.Header, r.Body)
+	}
+	if logs := e.logs.String(); !strings.Contains(logs, `"msg":"panic"`) || !strings.Contains(logs, `"status":500`) {
+		t.Errorf("panic not logged:\n%s", logs)
+	}
+}
