@@ -39,7 +39,7 @@ func Open(rawURL string) (redis.UniversalClient, error) {
 		if err != nil {
 			return nil, fmt.Errorf("REDIS_URL (sentinel): %w", err)
 		}
-		tune(&opt.ReadTimeout, &opt.WriteTimeout)
+		tune(q, &opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.MaxRetries)
 		return build("REDIS_URL (sentinel)", func() redis.UniversalClient { return redis.NewFailoverClient(opt) })
 	case u.Scheme == "redis+cluster" || u.Scheme == "rediss+cluster" || q.Has("addr"):
 		u.Scheme = strings.TrimSuffix(u.Scheme, "+cluster")
@@ -47,14 +47,14 @@ func Open(rawURL string) (redis.UniversalClient, error) {
 		if err != nil {
 			return nil, fmt.Errorf("REDIS_URL (cluster): %w", err)
 		}
-		tune(&opt.ReadTimeout, &opt.WriteTimeout)
+		tune(q, &opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.MaxRetries)
 		return build("REDIS_URL (cluster)", func() redis.UniversalClient { return redis.NewClusterClient(opt) })
 	default:
 		opt, err := redis.ParseURL(rawURL)
 		if err != nil {
 			return nil, fmt.Errorf("REDIS_URL: %w", err)
 		}
-		tune(&opt.ReadTimeout, &opt.WriteTimeout)
+		tune(q, &opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.MaxRetries)
 		return build("REDIS_URL", func() redis.UniversalClient { return redis.NewClient(opt) })
 	}
 }
@@ -72,14 +72,21 @@ func build(what string, newClient func() redis.UniversalClient) (rdb redis.Unive
 }
 
 // tune sets defaults suited to a request path that must fail fast when
-// Redis is gone (a 503 within a second, not a hung request), unless the URL
-// set them.
-func tune(read, write *time.Duration) {
+// Redis is gone (a 503 within about a second, not a hung request), unless
+// the URL set them: one-second dial, read and write timeouts, and one retry
+// instead of go-redis's three with backoff.
+func tune(q url.Values, dial, read, write *time.Duration, retries *int) {
+	if !q.Has("dial_timeout") {
+		*dial = time.Second
+	}
 	if *read == 0 {
 		*read = time.Second
 	}
 	if *write == 0 {
 		*write = time.Second
+	}
+	if !q.Has("max_retries") {
+		*retries = 1
 	}
 }
 

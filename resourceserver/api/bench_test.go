@@ -1,0 +1,123 @@
+package api
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/partnerapi/authplatform/pkg/accesstoken"
+	"github.com/partnerapi/authplatform/pkg/clients"
+)
+
+// benchServer is a server on real Redis with one client whose limit is out
+// of the way, and a token of it. Logs are written (JSON, info level) and
+// discarded, as in production minus the I/O.
+func benchServer(b *testing.B) (*fixture, *server, string) {
+	b.Helper()
+	f := newFixture(b)
+	cfg := f.config()
+	cfg.RateLimitNow = nil // the Redis server's clock, as in production
+	logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	s := newServer(logger, cfg, f.deps())
+	c := f.client("st-marys", clients.EnvironmentLive, clients.AudienceHospital, clients.AllScopes...)
+	if _, err := f.store.SetRateLimit(context.Background(), c.ID, clients.MaxRateLimitPerMinute); err != nil {
+		b.Fatal(err)
+	}
+	return f, s, f.token(c, "patients.read events.subscribe")
+}
+
+// BenchmarkAuthenticate is the authentication middleware alone, in process:
+// header parsing, the cached signature, the time check and the one Redis
+// round trip (AdmitAPI).
+func BenchmarkAuthenticate(b *testing.B) {
+	_, s, tok := benchServer(b)
+	s.authenticated.GET("/bench/", func(c *gin.Context) { c.Status(http.StatusNoContent) })
+	req := httptest.NewRequest(http.MethodGet, "/api/v1/bench/", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	b.ReportAllocs()
+	for b.Loop() {
+		rec := httptest.NewRecorder()
+		s.engine.ServeHTTP(rec, req)
+		if rec.Code != http.StatusNoContent {
+			b.Fatalf("%d %s", rec.Code, rec.Body)
+		}
+	}
+}
+
+// BenchmarkMe is GET /api/v1/me/ end to end over HTTP (httptest server,
+// keep-alive client), real Redis.
+func BenchmarkMe(b *testing.B) {
+	_, s, tok := benchServer(b)
+	srv := httptest.NewServer(s.engine)
+	defer srv.Close()
+	client := srv.Client()
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/api/v1/me/", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	b.ReportAllocs()
+	for b.Loop() {
+		resp, err := client.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			b.Fatalf("%d", resp.StatusCode)
+		}
+	}
+}
+
+// BenchmarkMeParallel is BenchmarkMe from GOMAXPROCS concurrent clients.
+func BenchmarkMeParallel(b *testing.B) {
+	_, s, tok := benchServer(b)
+	srv := httptest.NewServer(s.engine)
+	defer srv.Close()
+	tr := srv.Client().Transport.(*http.Transport)
+	tr.MaxIdleConnsPerHost = 64
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/api/v1/me/", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		for pb.Next() {
+			resp, err := srv.Client().Do(req)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				b.Errorf("%d", resp.StatusCode)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkVerify compares a token's verification from the cache with a
+// full signature check.
+func BenchmarkVerify(b *testing.B) {
+	f, s, tok := benchServer(b)
+	b.Run("cached", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := s.tokens.verify(tok); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("uncached", func(b *testing.B) {
+		v := accesstoken.NewVerifier(accesstoken.StaticKeys{Set: f.keys.Public()}, testIssuer, testAudience, f.clock.Now)
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := v.Verify(tok); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

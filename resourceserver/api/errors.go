@@ -1,0 +1,149 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/partnerapi/authplatform/pkg/clients"
+)
+
+// problem is a failure the client is told about: the status, the detail it
+// reads and the headers the status calls for. What caused it stays in the
+// error chain it is wrapped in (fmt.Errorf("%w: %w", errInvalidToken, cause)),
+// for the logs only: a client never sees err.Error() of a cause.
+type problem struct {
+	status int
+	detail string
+	// challenge is the WWW-Authenticate value (RFC 6750 section 3,
+	// RFC 9110 section 11.6.1), if any.
+	challenge string
+	// retryAfter is the Retry-After value in seconds (RFC 9110 section
+	// 10.2.3), if any.
+	retryAfter string
+}
+
+func (p *problem) Error() string { return p.detail }
+
+// realm is the protection space of every bearer challenge.
+const realm = `Bearer realm="api"`
+
+// The problems of this server. Their detail texts are the only error texts a
+// client ever reads.
+var (
+	// RFC 6750 section 3.1: a request without any authentication, or with
+	// another scheme, gets a challenge without an error code.
+	errNoToken = &problem{
+		status:    http.StatusUnauthorized,
+		detail:    "authentication required: send Authorization: Bearer <ACCESS_TOKEN>",
+		challenge: realm,
+	}
+	// A token that is malformed, badly signed, expired, rotated, revoked or
+	// for someone else: one answer for all (RFC 6750 section 3.1,
+	// invalid_token).
+	errInvalidToken = &problem{
+		status:    http.StatusUnauthorized,
+		detail:    "invalid, expired or revoked access token",
+		challenge: realm + `, error="invalid_token"`,
+	}
+	// RFC 6750 section 3.1, invalid_request: the token is sent twice or in a
+	// way this server does not accept (the URI query, RFC 6750 section 2.3).
+	errInvalidRequest = &problem{
+		status:    http.StatusBadRequest,
+		detail:    "malformed request: send the access token once, in the Authorization header only",
+		challenge: realm + `, error="invalid_request"`,
+	}
+	errRateLimited = &problem{
+		status:     http.StatusTooManyRequests,
+		detail:     "rate limit exceeded; retry after the time in Retry-After",
+		retryAfter: "60", // spec: Limits, "429 with header Retry-After: 60"
+	}
+	// errNotFound answers unknown paths and records outside the caller's
+	// organisation alike (spec: Scopes, rule 4).
+	errNotFound         = &problem{status: http.StatusNotFound, detail: "not found"}
+	errMethodNotAllowed = &problem{status: http.StatusMethodNotAllowed, detail: "method not allowed"}
+	errBadFormat        = &problem{status: http.StatusBadRequest, detail: "unsupported format; use format=json"}
+	// errUnavailable: Redis (or the key set) cannot be read, so nothing is
+	// served (fail closed).
+	errUnavailable = &problem{
+		status:     http.StatusServiceUnavailable,
+		detail:     "service temporarily unavailable",
+		retryAfter: "5",
+	}
+	errRedisNotReady = &problem{status: http.StatusServiceUnavailable, detail: "redis unavailable"}
+	errKeysNotReady  = &problem{status: http.StatusServiceUnavailable, detail: "signing keys unavailable"}
+	errInternal      = &problem{status: http.StatusInternalServerError, detail: "internal error"}
+)
+
+// insufficientScope is the 403 of a token without scope (RFC 6750 section
+// 3.1, insufficient_scope; spec: Scopes, rule 3).
+func insufficientScope(scope string) *problem {
+	return &problem{
+		status:    http.StatusForbidden,
+		detail:    "the access token lacks the scope this endpoint needs: " + scope,
+		challenge: realm + `, error="insufficient_scope", scope="` + scope + `"`,
+	}
+}
+
+// problemOf maps any error to what the client is told: a problem in the
+// chain as it is, a Redis failure to 503, anything else to 500.
+func problemOf(err error) *problem {
+	var p *problem
+	switch {
+	case errors.As(err, &p):
+		return p
+	case clients.IsUnavailable(err):
+		return errUnavailable
+	default:
+		return errInternal
+	}
+}
+
+// fail is the one place that writes a {"detail"} body: it answers err and
+// aborts the handler chain. Internal errors are logged at error level and
+// an unreachable Redis or key set at warning level; refusals only at debug
+// level, with their cause.
+func (s *server) fail(c *gin.Context, err error) {
+	p := problemOf(err)
+	switch p {
+	case errInternal:
+		s.logAt(c, slog.LevelError, "internal error", slog.Any("error", err))
+	case errUnavailable:
+		s.logAt(c, slog.LevelWarn, "dependency unavailable", slog.Any("error", err))
+	default:
+		s.logAt(c, slog.LevelDebug, "request refused", slog.Int("status", p.status), slog.Any("error", err))
+	}
+	c.Abort()
+	if c.Writer.Written() {
+		return // too late to change the answer
+	}
+	h := c.Writer.Header()
+	if p.challenge != "" {
+		h.Set("WWW-Authenticate", p.challenge)
+	}
+	if p.retryAfter != "" {
+		h.Set("Retry-After", p.retryAfter)
+	}
+	writeJSON(c, p.status, detailBody{Detail: p.detail})
+}
+
+// detailBody is the body of every error answer (spec: Other API errors).
+type detailBody struct {
+	Detail string `json:"detail"`
+}
+
+// jsonContentType is the Content-Type of every JSON answer.
+const jsonContentType = "application/json; charset=utf-8"
+
+// writeJSON answers v as JSON.
+func writeJSON(c *gin.Context, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		// Only this package's own plain structs are written: cannot happen.
+		body, status = []byte(`{"detail":"internal error"}`), http.StatusInternalServerError
+	}
+	c.Data(status, jsonContentType, body)
+}

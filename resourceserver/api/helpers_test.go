@@ -1,0 +1,286 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lestrrat-go/jwx/v3/jwk"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/partnerapi/authplatform/pkg/accesstoken"
+	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/redistest"
+	"github.com/partnerapi/authplatform/resourceserver/apidocs"
+)
+
+const (
+	testIssuer   = "https://auth.test.example"
+	testAudience = "partner-api"
+)
+
+// clock is a controllable clock, safe for concurrent use.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *clock {
+	// Whole milliseconds, as the rate limiter counts them.
+	return &clock{t: time.Now().UTC().Truncate(time.Millisecond)}
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// fixture is one test's world: a Redis prefix of its own, a client
+// registry, a signing key set, an issuer and a clock.
+type fixture struct {
+	t      testing.TB
+	rdb    redis.UniversalClient
+	store  *clients.Store
+	keys   *accesstoken.KeySet
+	issuer *accesstoken.Issuer
+	clock  *clock
+	docs   *apidocs.Docs
+	logs   *syncBuffer
+}
+
+func newFixture(t testing.TB) *fixture {
+	t.Helper()
+	rdb := redistest.Client(t)
+	return newFixtureWith(t, rdb, redistest.Prefix(t, rdb))
+}
+
+func newFixtureWith(t testing.TB, rdb redis.UniversalClient, prefix string) *fixture {
+	t.Helper()
+	key, err := accesstoken.GenerateKey(accesstoken.AlgEdDSA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, err := accesstoken.NewKeySet(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	iss, err := accesstoken.NewIssuer(ks, testIssuer, testAudience)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := apidocs.New("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := newClock()
+	return &fixture{
+		t: t, rdb: rdb, store: clients.NewStore(rdb, prefix, clk.Now),
+		keys: ks, issuer: iss, clock: clk, docs: docs, logs: &syncBuffer{},
+	}
+}
+
+// config is the server configuration of the fixture: its clock for both
+// token expiry and the rate limiter.
+func (f *fixture) config() Config {
+	return Config{Issuer: testIssuer, Audience: testAudience, Now: f.clock.Now, RateLimitNow: f.clock.Now}
+}
+
+func (f *fixture) deps() Deps {
+	return Deps{Clients: f.store, Keys: accesstoken.StaticKeys{Set: f.keys.Public()}, Docs: f.docs, Redis: f.rdb}
+}
+
+// server is a resource server instance (a replica) on the fixture's Redis;
+// its JSON logs go to f.logs.
+func (f *fixture) server() *server {
+	logger := slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	return newServer(logger, f.config(), f.deps())
+}
+
+// client creates an organisation and a client in it.
+func (f *fixture) client(org, env, audience string, scopes ...string) clients.Client {
+	f.t.Helper()
+	ctx := context.Background()
+	if _, err := f.store.CreateOrg(ctx, clients.OrgSpec{Slug: org, Name: "Org " + org, Environment: env}); err != nil && !isExists(err) {
+		f.t.Fatal(err)
+	}
+	c, _, err := f.store.CreateClient(ctx, clients.ClientSpec{OrgSlug: org, Name: "Client of " + org, Audience: audience, Scopes: scopes})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return c
+}
+
+func isExists(err error) bool { return errors.Is(err, clients.ErrExists) }
+
+// token issues a token for c with scope at generation gen, at the clock's
+// time.
+func (f *fixture) token(c clients.Client, scope string) string {
+	f.t.Helper()
+	return f.tokenAt(c.ID, scope, c.Generation)
+}
+
+func (f *fixture) tokenAt(clientID, scope string, gen int64) string {
+	f.t.Helper()
+	tok, _, err := f.issuer.Issue(accesstoken.Grant{ClientID: clientID, Scope: scope, Generation: gen, Now: f.clock.Now()})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return tok
+}
+
+// doGet sends a GET with an optional bearer token to h.
+func doGet(t testing.TB, h http.Handler, path, token string) *httptest.ResponseRecorder {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodGet, path, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	return serve(h, req)
+}
+
+func serve(h http.Handler, req *http.Request) *httptest.ResponseRecorder {
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+// decode decodes a JSON object body.
+func decode(t testing.TB, rec *httptest.ResponseRecorder) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(rec.Body.Bytes(), &m); err != nil {
+		t.Fatalf("body %q: %v", rec.Body.String(), err)
+	}
+	return m
+}
+
+// wantJSON checks status, JSON content type and the exact body.
+func wantJSON(t testing.TB, rec *httptest.ResponseRecorder, status int, body map[string]any) {
+	t.Helper()
+	if rec.Code != status {
+		t.Fatalf("status %d, want %d; body %s", rec.Code, status, rec.Body)
+	}
+	if ct := rec.Header().Get("Content-Type"); ct != jsonContentType {
+		t.Errorf("Content-Type %q, want %q", ct, jsonContentType)
+	}
+	if got := decode(t, rec); !reflect.DeepEqual(got, body) {
+		t.Errorf("body\n got %v\nwant %v", got, body)
+	}
+}
+
+// wantHeader checks header values exactly ("" means absent).
+func wantHeader(t testing.TB, rec *httptest.ResponseRecorder, want map[string]string) {
+	t.Helper()
+	for k, v := range want {
+		if got := rec.Header().Get(k); got != v {
+			t.Errorf("%s: %q, want %q", k, got, v)
+		}
+	}
+}
+
+// validate checks a real answer against the OpenAPI document.
+func (f *fixture) validate(req *http.Request, rec *httptest.ResponseRecorder) {
+	f.t.Helper()
+	if err := f.docs.ValidateResponse(context.Background(), req, rec.Code, rec.Header(), rec.Body.Bytes()); err != nil {
+		f.t.Errorf("OpenAPI: %v", err)
+	}
+}
+
+// forge builds an svc_at_ token from a header, claims and signature.
+func forge(header, claims any, sig []byte) string {
+	h, _ := json.Marshal(header)
+	c, _ := json.Marshal(claims)
+	enc := base64.RawURLEncoding.EncodeToString
+	return accesstoken.Prefix + enc(h) + "." + enc(c) + "." + enc(sig)
+}
+
+// parts splits a token into its decoded header and claims and its signature.
+func parts(t testing.TB, token string) (map[string]any, map[string]any, []byte) {
+	t.Helper()
+	segs := strings.Split(strings.TrimPrefix(token, accesstoken.Prefix), ".")
+	if len(segs) != 3 {
+		t.Fatalf("token has %d segments", len(segs))
+	}
+	var h, c map[string]any
+	for i, dst := range []*map[string]any{&h, &c} {
+		raw, err := base64.RawURLEncoding.DecodeString(segs[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(raw, dst); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sig, err := base64.RawURLEncoding.DecodeString(segs[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, c, sig
+}
+
+// syncBuffer is a log sink safe for concurrent writes.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// records returns the JSON log records written so far.
+func (b *syncBuffer) records(t testing.TB) []map[string]any {
+	t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []map[string]any
+	dec := json.NewDecoder(bytes.NewReader(b.buf.Bytes()))
+	for {
+		var m map[string]any
+		if err := dec.Decode(&m); err == io.EOF {
+			return out
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, m)
+	}
+}
+
+// keySource is a KeySource whose set or error can change.
+type keySource struct {
+	mu  sync.Mutex
+	set jwk.Set
+	err error
+}
+
+func (k *keySource) KeySet() (jwk.Set, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.set, k.err
+}
+
+func (k *keySource) swap(set jwk.Set, err error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.set, k.err = set, err
+}

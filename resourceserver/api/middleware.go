@@ -1,0 +1,221 @@
+package api
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/partnerapi/authplatform/pkg/accesstoken"
+	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/logging"
+	"github.com/partnerapi/authplatform/pkg/ratelimit"
+)
+
+// Keys of the values the middleware leaves in the gin.Context.
+type contextKey int
+
+const (
+	requestIDKey contextKey = iota
+	callerKey
+)
+
+// requestIDHeader carries the request id both ways.
+const requestIDHeader = "X-Request-Id"
+
+// requestID gives every request an id: the X-Request-Id of a trusted proxy
+// when it is sane to log (logging.AcceptRequestID), or a new random one
+// (the same rules as the token service). It is echoed in the answer and
+// logged on every record of the request.
+func (s *server) requestID(c *gin.Context) {
+	id := ""
+	if s.cfg.TrustedProxies.FromProxy(c.Request) {
+		if v := c.Request.Header.Get(requestIDHeader); logging.AcceptRequestID(v) {
+			id = v
+		}
+	}
+	if id == "" {
+		id = logging.NewRequestID()
+	}
+	c.Header(requestIDHeader, id)
+	c.Set(requestIDKey, id)
+	c.Next()
+}
+
+// requestIDOf returns the request's id.
+func requestIDOf(c *gin.Context) string {
+	v, _ := c.Get(requestIDKey)
+	id, _ := v.(string)
+	return id
+}
+
+// logAt logs one record with the request id, if the level is enabled.
+func (s *server) logAt(c *gin.Context, level slog.Level, msg string, attrs ...slog.Attr) {
+	ctx := c.Request.Context()
+	if !s.logger.Enabled(ctx, level) {
+		return
+	}
+	s.logger.LogAttrs(ctx, level, msg, append([]slog.Attr{slog.String("request_id", requestIDOf(c))}, attrs...)...)
+}
+
+// accessLog logs one record per request: never the query string (it may
+// hold a misplaced token) nor any header value.
+func (s *server) accessLog(c *gin.Context) {
+	start := time.Now()
+	c.Next()
+	ctx := c.Request.Context()
+	if !s.logger.Enabled(ctx, slog.LevelInfo) {
+		return
+	}
+	attrs := []slog.Attr{
+		slog.String("request_id", requestIDOf(c)),
+		slog.String("method", c.Request.Method),
+		slog.String("path", c.Request.URL.Path),
+		slog.Int("status", c.Writer.Status()),
+		slog.Duration("duration", time.Since(start)),
+		slog.String("client_ip", s.cfg.TrustedProxies.Of(c.Request).String()),
+	}
+	if cl, ok := callerOf(c); ok {
+		attrs = append(attrs, slog.String("client_id", cl.claims.ClientID))
+	}
+	s.logger.LogAttrs(ctx, slog.LevelInfo, "request", attrs...)
+}
+
+// recovery turns a panic into 500 {"detail":"internal error"} and a log
+// record with the stack; the process and the connection carry on.
+func (s *server) recovery(c *gin.Context) {
+	defer func() {
+		v := recover()
+		if v == nil {
+			return
+		}
+		if v == http.ErrAbortHandler {
+			panic(v) // net/http's way to abort a response on purpose
+		}
+		s.fail(c, fmt.Errorf("panic: %v\n%s", v, debug.Stack()))
+	}()
+	c.Next()
+}
+
+// caller is the authenticated client of a request: its verified token
+// claims (shared with the token cache: read-only) and what the one Redis
+// round trip said about it.
+type caller struct {
+	claims    *accesstoken.Claims
+	admission clients.APIAdmission
+}
+
+// callerOf returns the request's authenticated caller.
+func callerOf(c *gin.Context) (*caller, bool) {
+	v, _ := c.Get(callerKey)
+	cl, ok := v.(*caller)
+	return cl, ok
+}
+
+// authenticate admits a request to the API (RFC 6750):
+//
+//  1. the bearer token is parsed from the Authorization header;
+//  2. its signature, issuer and audience are verified (cached per token)
+//     and its time checked against the clock (on every request);
+//  3. one Redis round trip (clients.Store.AdmitAPI) checks that the client
+//     is active at the token's credential generation, counts the request
+//     against the client's limit across every replica and reads what
+//     /me describes. A rotation or revocation therefore shows on the very
+//     next request, and nothing is served whose client state was not read:
+//     if Redis fails the answer is 503.
+//
+// Every admitted or rate-limited answer carries RateLimit-Limit,
+// RateLimit-Remaining and RateLimit-Reset; every answer Cache-Control:
+// no-store.
+func (s *server) authenticate(c *gin.Context) {
+	c.Header("Cache-Control", "no-store")
+	req, err := parseBearer(c.Request)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	claims, err := s.tokens.verify(req.Token)
+	if err != nil {
+		if isTokenError(err) {
+			s.fail(c, fmt.Errorf("%w: %w", errInvalidToken, err))
+		} else {
+			s.fail(c, fmt.Errorf("%w: %w", errUnavailable, err))
+		}
+		return
+	}
+	adm, err := s.deps.Clients.AdmitAPI(c.Request.Context(), claims.ClientID, claims.Generation, s.cfg.RateLimitNow)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	switch adm.Outcome {
+	case clients.Admitted:
+		setRateLimitHeaders(c, adm.Description.RateLimitPerMinute, adm.Decision)
+		c.Set(callerKey, &caller{claims: claims, admission: adm})
+		c.Next()
+	case clients.Limited:
+		setRateLimitHeaders(c, adm.Description.RateLimitPerMinute, adm.Decision)
+		s.fail(c, fmt.Errorf("%w: client %s", errRateLimited, claims.ClientID))
+	case clients.Dead:
+		s.fail(c, fmt.Errorf("%w: client %s revoked or credentials rotated", errInvalidToken, claims.ClientID))
+	default:
+		s.fail(c, fmt.Errorf("admit %s: unknown outcome %d", claims.ClientID, adm.Outcome))
+	}
+}
+
+// setRateLimitHeaders reports the client's limit (the RateLimit-Limit,
+// RateLimit-Remaining and RateLimit-Reset fields of the IETF httpapi
+// rate-limit headers draft; see the package documentation).
+func setRateLimitHeaders(c *gin.Context, limit int64, d ratelimit.Decision) {
+	h := c.Writer.Header()
+	h.Set("RateLimit-Limit", strconv.FormatInt(limit, 10))
+	h.Set("RateLimit-Remaining", strconv.FormatInt(d.Remaining(limit), 10))
+	h.Set("RateLimit-Reset", strconv.FormatInt(d.RetryAfterSeconds(), 10))
+}
+
+// RequireScope admits only callers whose token carries every one of
+// scopes; others get 403 with an insufficient_scope challenge (RFC 6750
+// section 3.1; spec: Scopes, rule 3). It must follow authentication.
+func (s *server) RequireScope(scopes ...string) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		cl, ok := callerOf(c)
+		if !ok {
+			s.fail(c, fmt.Errorf("RequireScope on %s without authentication", c.FullPath()))
+			return
+		}
+		for _, sc := range scopes {
+			if !cl.claims.HasScope(sc) {
+				s.fail(c, insufficientScope(sc))
+				return
+			}
+		}
+		c.Next()
+	}
+}
+
+// OrgGuard admits only requests whose path parameter param names the
+// caller's own organisation (its slug). Any other organisation is answered
+// exactly like a path or record that does not exist, 404 {"detail":"not
+// found"}, so that existence elsewhere is never confirmed (spec: Scopes,
+// rule 4). Handlers that load a record by id check its organisation with
+// ownsOrg and answer errNotFound the same way.
+func (s *server) OrgGuard(param string) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if !ownsOrg(c, c.Param(param)) {
+			s.fail(c, errNotFound)
+			return
+		}
+		c.Next()
+	}
+}
+
+// ownsOrg reports whether the request's caller belongs to the organisation
+// slug; false without an authenticated caller.
+func ownsOrg(c *gin.Context, slug string) bool {
+	cl, ok := callerOf(c)
+	return ok && slug != "" && cl.admission.Description.OrgSlug == slug
+}

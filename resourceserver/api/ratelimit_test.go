@@ -1,0 +1,213 @@
+package api
+
+import (
+	"context"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/partnerapi/authplatform/pkg/clients"
+)
+
+const detailRateLimited = "rate limit exceeded; retry after the time in Retry-After"
+
+// The 121st request within a minute answers 429 whichever replica it hits;
+// a minute after the first request, requests are admitted again.
+func TestRateLimitAcrossReplicas(t *testing.T) {
+	f := newFixture(t)
+	replicas := []*server{f.server(), f.server()}
+	c := f.client("st-marys", clients.EnvironmentLive, clients.AudienceHospital)
+	tok := f.token(c, "")
+
+	for i := range 120 {
+		rec := doGet(t, replicas[i%2].engine, "/api/v1/me/", tok)
+		if rec.Code != http.StatusOK {
+			t.Fatalf("request %d: %d %s", i+1, rec.Code, rec.Body)
+		}
+		wantHeader(t, rec, map[string]string{
+			"RateLimit-Limit":     "120",
+			"RateLimit-Remaining": strconv.Itoa(119 - i),
+			// Whole seconds (rounded up) until the first request is a
+			// minute old.
+			"RateLimit-Reset": strconv.Itoa((60_000 - i*100 + 999) / 1000),
+		})
+		f.clock.Advance(100 * time.Millisecond) // 120 requests in 12 seconds
+	}
+	for i, s := range replicas {
+		req := httptest.NewRequest(http.MethodGet, "/api/v1/me/", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		rec := serve(s.engine, req)
+		wantJSON(t, rec, http.StatusTooManyRequests, map[string]any{"detail": detailRateLimited})
+		wantHeader(t, rec, map[string]string{
+			"Retry-After":         "60",
+			"RateLimit-Limit":     "120",
+			"RateLimit-Remaining": "0",
+			// The first request leaves the window 48 s from now.
+			"RateLimit-Reset":  "48",
+			"Cache-Control":    "no-store",
+			"WWW-Authenticate": "",
+		})
+		f.validate(req, rec)
+		if t.Failed() {
+			t.Fatalf("replica %d", i)
+		}
+	}
+	// Just before the first request is a minute old: still refused.
+	f.clock.Advance(48*time.Second - time.Millisecond)
+	if rec := doGet(t, replicas[0].engine, "/api/v1/me/", tok); rec.Code != http.StatusTooManyRequests {
+		t.Fatalf("59.999 s after the first request: %d", rec.Code)
+	}
+	// A minute after it: one request more is admitted, then refused again.
+	f.clock.Advance(time.Millisecond)
+	if rec := doGet(t, replicas[1].engine, "/api/v1/me/", tok); rec.Code != http.StatusOK {
+		t.Fatalf("60 s after the first request: %d %s", rec.Code, rec.Body)
+	}
+	if rec := doGet(t, replicas[0].engine, "/api/v1/me/", tok); rec.Code != http.StatusTooManyRequests {
+		t.Fatalf("then: %d", rec.Code)
+	}
+}
+
+// Whatever the rhythm, no more than the limit succeed in any 60-second
+// window, and requests are admitted again once the window allows.
+func TestRateLimitSlidingWindow(t *testing.T) {
+	f := newFixture(t)
+	replicas := []*server{f.server(), f.server(), f.server()}
+	c := f.client("st-marys", clients.EnvironmentLive, clients.AudienceHospital)
+	tok := f.token(c, "")
+	const limit = 120
+	rng := rand.New(rand.NewPCG(1, 2))
+
+	start := f.clock.Now()
+	var admitted, refused []time.Time
+	for f.clock.Now().Sub(start) < 5*time.Minute {
+		// Bursts and pauses: mostly quick requests, now and then a long gap.
+		switch rng.IntN(100) {
+		case 0:
+			f.clock.Advance(time.Duration(rng.IntN(30_000)) * time.Millisecond)
+		default:
+			f.clock.Advance(time.Duration(rng.IntN(200)) * time.Millisecond)
+		}
+		rec := doGet(t, replicas[rng.IntN(len(replicas))].engine, "/api/v1/me/", tok)
+		switch rec.Code {
+		case http.StatusOK:
+			admitted = append(admitted, f.clock.Now())
+		case http.StatusTooManyRequests:
+			refused = append(refused, f.clock.Now())
+		default:
+			t.Fatalf("%d %s", rec.Code, rec.Body)
+		}
+	}
+	if len(refused) == 0 {
+		t.Fatal("the test never reached the limit")
+	}
+	// inWindow counts the requests admitted in the minute up to at.
+	inWindow := func(at time.Time) int {
+		n := 0
+		for _, a := range admitted {
+			if !a.After(at) && at.Sub(a) < time.Minute {
+				n++
+			}
+		}
+		return n
+	}
+	// Never more than the limit in any 60 seconds...
+	for _, at := range admitted {
+		if n := inWindow(at); n > limit {
+			t.Fatalf("%d requests admitted in the 60 s up to %s, limit %d", n, at.Sub(start), limit)
+		}
+	}
+	// ...and a request is refused only when the limit is reached.
+	for _, at := range refused {
+		if n := inWindow(at); n != limit {
+			t.Fatalf("refused at %s with %d admitted in the minute before, limit %d", at.Sub(start), n, limit)
+		}
+	}
+	t.Logf("%d admitted, %d refused over 5 minutes", len(admitted), len(refused))
+}
+
+// Concurrent requests on several replicas: exactly the limit succeed.
+func TestRateLimitConcurrent(t *testing.T) {
+	f := newFixture(t)
+	replicas := []*server{f.server(), f.server()}
+	c := f.client("st-marys", clients.EnvironmentLive, clients.AudienceHospital)
+	tok := f.token(c, "")
+
+	var mu sync.Mutex
+	codes := map[int]int{}
+	var wg sync.WaitGroup
+	for i := range 200 {
+		wg.Go(func() {
+			rec := doGet(t, replicas[i%2].engine, "/api/v1/me/", tok)
+			mu.Lock()
+			codes[rec.Code]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if codes[http.StatusOK] != 120 || codes[http.StatusTooManyRequests] != 80 {
+		t.Errorf("answers %v, want 120 x 200 and 80 x 429", codes)
+	}
+}
+
+// A limit changed with clients.Store.SetRateLimit (authserver clients
+// set-rate-limit) applies on the next request.
+func TestSetRateLimit(t *testing.T) {
+	f := newFixture(t)
+	s := f.server()
+	c := f.client("st-marys", clients.EnvironmentLive, clients.AudienceHospital)
+	tok := f.token(c, "")
+	ctx := context.Background()
+
+	if rec := doGet(t, s.engine, "/api/v1/me/", tok); rec.Code != http.StatusOK {
+		t.Fatalf("%d", rec.Code)
+	}
+	if _, err := f.store.SetRateLimit(ctx, c.ID, 3); err != nil {
+		t.Fatal(err)
+	}
+	rec := doGet(t, s.engine, "/api/v1/me/", tok)
+	if got := decode(t, rec)["rate_limit_per_minute"]; got != float64(3) {
+		t.Errorf("rate_limit_per_minute %v, want 3", got)
+	}
+	wantHeader(t, rec, map[string]string{"RateLimit-Limit": "3", "RateLimit-Remaining": "1"})
+	if rec := doGet(t, s.engine, "/api/v1/me/", tok); rec.Code != http.StatusOK {
+		t.Fatalf("third: %d", rec.Code)
+	}
+	rec = doGet(t, s.engine, "/api/v1/me/", tok)
+	wantJSON(t, rec, http.StatusTooManyRequests, map[string]any{"detail": detailRateLimited})
+	wantHeader(t, rec, map[string]string{"RateLimit-Limit": "3", "RateLimit-Remaining": "0", "Retry-After": "60"})
+
+	if _, err := f.store.SetRateLimit(ctx, c.ID, 200); err != nil {
+		t.Fatal(err)
+	}
+	rec = doGet(t, s.engine, "/api/v1/me/", tok)
+	if rec.Code != http.StatusOK || decode(t, rec)["rate_limit_per_minute"] != float64(200) {
+		t.Fatalf("after raising: %d %s", rec.Code, rec.Body)
+	}
+	wantHeader(t, rec, map[string]string{"RateLimit-Limit": "200", "RateLimit-Remaining": "196"})
+}
+
+// Limits are per client: one client's exhaustion does not touch another's.
+func TestRateLimitPerClient(t *testing.T) {
+	f := newFixture(t)
+	s := f.server()
+	a := f.client("org-a", clients.EnvironmentLive, clients.AudienceHospital)
+	b := f.client("org-b", clients.EnvironmentLive, clients.AudienceHospital)
+	if _, err := f.store.SetRateLimit(context.Background(), a.ID, 1); err != nil {
+		t.Fatal(err)
+	}
+	ta, tb := f.token(a, ""), f.token(b, "")
+	for _, want := range []int{200, 429, 429} {
+		if rec := doGet(t, s.engine, "/api/v1/me/", ta); rec.Code != want {
+			t.Fatalf("client a: %d, want %d", rec.Code, want)
+		}
+	}
+	rec := doGet(t, s.engine, "/api/v1/me/", tb)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("client b: %d", rec.Code)
+	}
+	wantHeader(t, rec, map[string]string{"RateLimit-Remaining": "119"})
+}

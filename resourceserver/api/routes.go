@@ -1,0 +1,45 @@
+package api
+
+import (
+	"github.com/gin-gonic/gin"
+)
+
+// routes lists every route of the resource server.
+func (s *server) routes() {
+	e := s.engine
+	// Order: the request id first so that every later record carries it;
+	// the access log around recovery so that it logs the 500 of a panic.
+	e.Use(s.requestID, s.accessLog, s.recovery)
+	e.NoRoute(s.notFound)
+	e.NoMethod(s.methodNotAllowed)
+
+	// Probes.
+	get(e, "/healthz", s.healthz)
+	get(e, "/readyz", s.readyz)
+
+	// Documentation: public, no token.
+	get(e, "/api/v1/schema/", s.openAPI)
+	get(e, "/llms.txt", s.llmsTxt)
+	get(e, "/llms-full.txt", s.llmsFullTxt)
+	get(e, "/docs/:page", s.docsPage)
+
+	// The API: bearer token, client state and rate limit on every request.
+	s.authenticated = e.Group("/api/v1", s.authenticate)
+	get(s.authenticated, "/me/", s.me)
+	// The next release's endpoints compose the guards, for example:
+	//
+	//	get(s.authenticated, "/organizations/:org/programmes/",
+	//		s.OrgGuard("org"), s.RequireScope(clients.ScopeProgrammeMetricsRead), s.programmes)
+}
+
+// get routes GET and HEAD to h: a general-purpose server answers HEAD
+// wherever it answers GET (RFC 9110 section 9.1).
+func get(r gin.IRoutes, path string, h ...gin.HandlerFunc) {
+	r.GET(path, h...)
+	r.HEAD(path, h...)
+}
+
+func (s *server) notFound(c *gin.Context) { s.fail(c, errNotFound) }
+
+// methodNotAllowed answers 405; Gin has set Allow (RFC 9110 section 15.5.6).
+func (s *server) methodNotAllowed(c *gin.Context) { s.fail(c, errMethodNotAllowed) }

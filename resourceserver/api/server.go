@@ -1,0 +1,134 @@
+package api
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/partnerapi/authplatform/pkg/accesstoken"
+	"github.com/partnerapi/authplatform/pkg/clientip"
+	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/resourceserver/apidocs"
+)
+
+// Config is the resource server's configuration. Its zero values are the
+// defaults, except Issuer and Audience, which every deployment names.
+type Config struct {
+	// Issuer is the "iss" every token must carry: the token service's
+	// issuer URL (RFC 9068 section 4).
+	Issuer string
+	// Audience is the "aud" every token must carry.
+	Audience string
+	// TrustedProxies are the reverse proxies in front of the server: only
+	// from them are X-Request-Id and X-Forwarded-For believed. The zero
+	// value trusts none.
+	TrustedProxies clientip.Trust
+	// Now is the clock that decides token expiry (nil: time.Now).
+	Now func() time.Time
+	// RateLimitNow is the clock of the per-client rate limit (nil: the
+	// Redis server's clock, one clock for every replica). Tests move it
+	// instead of sleeping.
+	RateLimitNow func() time.Time
+	// TokenCacheSize bounds the cache of verified token signatures
+	// (0: DefaultTokenCacheSize).
+	TokenCacheSize int
+	// ReadyTimeout bounds the Redis ping of /readyz (0: one second).
+	ReadyTimeout time.Duration
+}
+
+// DefaultTokenCacheSize is the number of verified tokens kept by default:
+// about 7 MB at most.
+const DefaultTokenCacheSize = 10_000
+
+// Admitter decides one API request of a token's client in one Redis round
+// trip: state check, rate limit and description (clients.Store.AdmitAPI).
+type Admitter interface {
+	AdmitAPI(ctx context.Context, id string, generation int64, now func() time.Time) (clients.APIAdmission, error)
+}
+
+// Pinger checks that Redis answers, for /readyz (any go-redis client).
+type Pinger interface {
+	Ping(ctx context.Context) *redis.StatusCmd
+}
+
+// Deps are the server's collaborators. Every field is required.
+type Deps struct {
+	// Clients is the client registry, normally a *clients.Store.
+	Clients Admitter
+	// Keys supplies the token service's public keys: the JWKS cache of
+	// package jwks in production, accesstoken.StaticKeys in a one-process
+	// stack or in tests. While it returns an error, authenticated requests
+	// get 503 and /readyz reports the keys missing.
+	Keys accesstoken.KeySource
+	// Docs is the documentation served publicly.
+	Docs *apidocs.Docs
+	// Redis is pinged by /readyz.
+	Redis Pinger
+}
+
+// server holds what the handlers share. It is immutable after newServer.
+type server struct {
+	logger *slog.Logger
+	cfg    Config
+	deps   Deps
+	engine *gin.Engine
+	tokens *tokenVerifier
+	docs   docSet
+	// authenticated is the route group behind bearer authentication and the
+	// rate limit; routes.go adds /api/v1 endpoints to it.
+	authenticated *gin.RouterGroup
+}
+
+// NewServer returns the resource server's HTTP handler (a *gin.Engine):
+// GET /api/v1/me/, the documentation endpoints and the probes. It panics if
+// a dependency is missing: that is a wiring mistake, caught at start-up,
+// never a request's fault.
+func NewServer(logger *slog.Logger, cfg Config, deps Deps) http.Handler {
+	return newServer(logger, cfg, deps).engine
+}
+
+func newServer(logger *slog.Logger, cfg Config, deps Deps) *server {
+	if deps.Clients == nil || deps.Keys == nil || deps.Docs == nil || deps.Redis == nil {
+		panic("api.NewServer: Deps.Clients, Deps.Keys, Deps.Docs and Deps.Redis are required")
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.TokenCacheSize <= 0 {
+		cfg.TokenCacheSize = DefaultTokenCacheSize
+	}
+	if cfg.ReadyTimeout <= 0 {
+		cfg.ReadyTimeout = time.Second
+	}
+	gin.SetMode(gin.ReleaseMode)
+	e := gin.New()
+	// Every failure answers {"detail"}: no redirects with HTML bodies, 405
+	// with Allow (RFC 9110 section 15.5.6) instead of 404 for a known path.
+	e.RedirectTrailingSlash = false
+	e.RedirectFixedPath = false
+	e.HandleMethodNotAllowed = true
+	// Client addresses come from Config.TrustedProxies (package clientip,
+	// as on the token service), never from Gin, which trusts every proxy
+	// unless told otherwise.
+	e.ForwardedByClientIP = false
+	_ = e.SetTrustedProxies(nil) // nil cannot fail to parse
+
+	verifier := accesstoken.NewVerifier(deps.Keys, cfg.Issuer, cfg.Audience, cfg.Now)
+	s := &server{
+		logger: logger,
+		cfg:    cfg,
+		deps:   deps,
+		engine: e,
+		tokens: newTokenVerifier(verifier, deps.Keys, cfg.TokenCacheSize),
+		docs:   newDocSet(deps.Docs),
+	}
+	s.routes()
+	return s
+}

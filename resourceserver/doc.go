@@ -1,0 +1,28 @@
+// Command resourceserver answers partners' API calls: GET /api/v1/me/ with
+// instant revocation and rate limits shared by every replica, and the public
+// documentation (OpenAPI document, llms.txt, Markdown pages).
+//
+// Usage:
+//
+//	resourceserver serve [--addr :8081] [--jwks-url URL] [--issuer URL] [--audience A]
+//	                     [--trusted-proxies CIDRS] [--log-level LEVEL] [--base-url URL]
+//	resourceserver healthcheck [--url http://127.0.0.1:PORT/readyz]
+//
+// Every flag of serve has an environment variable, used when the flag is not
+// given: ADDR, JWKS_URL, ISSUER, AUDIENCE, TRUSTED_PROXIES, LOG_LEVEL,
+// BASE_URL, and REDIS_URL (also --redis-url, but the environment keeps
+// credentials out of the process list). REDIS_KEY_PREFIX prefixes every
+// Redis key, as on the token service. The server shares nothing with the
+// token service but Redis and the token service's published keys
+// (--jwks-url).
+//
+// healthcheck is the probe of images without a shell or curl: it exits 0
+// when the local server's /readyz answers 200 (port from HEALTHCHECK_PORT,
+// else ADDR, else 8081).
+//
+// It starts even when Redis or the JWKS cannot be reached: /readyz reports
+// what is missing and API requests answer 503 until it is back. On SIGINT or
+// SIGTERM it stops accepting connections and lets requests in flight finish
+// (up to 10 seconds). Logs are JSON on stderr, one record per request, each
+// with its request id; the listening address is printed on stdout.
+package main
