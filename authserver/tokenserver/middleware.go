@@ -34,7 +34,7 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 			attrs := []slog.Attr{
 				slog.String("method", r.Method), slog.String("path", r.URL.Path),
 				slog.Int("status", rec.status), slog.Duration("duration", time.Since(start)),
-				slog.String("remote", s.cfg.Trust.Of(r).String()),
+				slog.String("client_ip", s.cfg.Trust.Of(r).String()),
 			}
 			s.log.LogAttrs(ctx, slog.LevelInfo, "request", append(attrs, notes.list()...)...)
 		}()

@@ -1,0 +1,334 @@
+//go:build unix
+
+package topology
+
+import (
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/partnerapi/authplatform/pkg/redistest"
+)
+
+const (
+	// audience is the "aud" of the topology's tokens.
+	audience = "partner-api"
+	// testOrg is the organisation of the journey's clients.
+	testOrg = "topology-test"
+	// rateLimit is the API requests per minute of the rate-limited client.
+	rateLimit = 4
+	// edgeAddr is the edge's address, the only trusted proxy.
+	edgeAddr = "127.0.0.1"
+)
+
+// TestTopology runs the partner journey through the edge, kills one replica
+// of each pool, and runs it again.
+func TestTopology(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: this test builds the servers and starts seven processes")
+	}
+	requireCommand(t, "redis-server")
+	requireCommand(t, "caddy")
+	top := startTopology(t, 2, 2)
+
+	if !t.Run("journey", func(t *testing.T) { journey(t, top) }) {
+		return
+	}
+	top.auth[0].kill()
+	top.resource[0].kill()
+	t.Run("journey without auth-1 and resource-1", func(t *testing.T) { journey(t, top) })
+}
+
+// topology is the running system.
+type topology struct {
+	home     string // HOME of every process, and the key set's directory
+	bin      string // directory of the authserver and resourceserver binaries
+	redisURL string
+	edge     string // the one base URL: http://127.0.0.1:PORT
+	auth     []*server
+	resource []*server
+	partner  *http.Client
+	clients  int // clients created so far, for their names
+}
+
+// startTopology starts Redis, nAuth token service replicas, the edge and
+// nResource resource server replicas, and waits until the edge routes to
+// both pools.
+func startTopology(t *testing.T, nAuth, nResource int) *topology {
+	t.Helper()
+	dir := t.TempDir()
+	top := &topology{home: dir, bin: buildServers(t, filepath.Join(dir, "bin")), partner: newPartnerClient()}
+	// The durability the compose file configures (deploy/README.md).
+	top.redisURL = redistest.StartServer(t, "--appendonly", "yes", "--appendfsync", "always").URL()
+
+	keys := filepath.Join(dir, "jwks.json")
+	top.cli(t, "keys", "generate", "--out", keys)
+	top.cli(t, "orgs", "create", "--slug", testOrg, "--name", "Topology test", "--environment", "sandbox")
+	top.cli(t, "sandbox", "seed") // what the compose init job runs
+
+	edgePort := redistest.FreePort(t)
+	top.edge = "http://" + edgeAddr + ":" + strconv.Itoa(edgePort)
+	env := append(baseEnv(dir), "REDIS_URL="+top.redisURL, "TRUSTED_PROXIES="+edgeAddr+"/32", "LOG_LEVEL=info")
+
+	for i := range nAuth {
+		top.auth = append(top.auth, top.startServer(t, "auth-"+strconv.Itoa(i+1), env, "authserver",
+			"--keys", keys, "--issuer", top.edge, "--audience", audience))
+	}
+	// The resource servers' ports are chosen now, for the edge's
+	// configuration; they start after the edge, since they fetch the JWKS
+	// through it.
+	resourcePorts := make([]int, nResource)
+	for i := range resourcePorts {
+		resourcePorts[i] = redistest.FreePort(t)
+	}
+	edge := top.startEdge(t, edgePort, hostPorts(top.auth), loopbackHostPorts(resourcePorts))
+	for _, s := range top.auth {
+		waitOK(t, s.base+"/readyz", s.process)
+	}
+	waitOK(t, top.edge+"/.well-known/jwks.json", edge)
+	for i, port := range resourcePorts {
+		top.resource = append(top.resource, top.startServerOn(t, port, "resource-"+strconv.Itoa(i+1), env, "resourceserver",
+			"--jwks-url", top.edge+"/.well-known/jwks.json", "--issuer", top.edge, "--audience", audience))
+	}
+	for _, s := range top.resource {
+		waitOK(t, s.base+"/readyz", s.process, edge)
+	}
+	waitOK(t, top.edge+"/readyz", edge)
+	// The edge's active health checks may have seen a replica before it was
+	// ready; the journey starts once the edge routes to every replica.
+	waitRoutes(t, top.edge+"/.well-known/jwks.json", top.auth)
+	waitRoutes(t, top.edge+"/readyz", top.resource)
+	return top
+}
+
+// waitRoutes polls url, a path the edge routes to one of servers, until
+// every one of them has answered it 200, failing the test after
+// startTimeout.
+func waitRoutes(t *testing.T, url string, servers []*server) {
+	t.Helper()
+	client := &http.Client{Timeout: time.Second}
+	seen := map[*server]bool{}
+	deadline := time.Now().Add(startTimeout)
+	for len(seen) < len(servers) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the edge did not route %s to every replica within %v: only to %v", url, startTimeout, seen)
+		}
+		resp, err := client.Get(url)
+		if err != nil {
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		s, _ := servedBy(t, servers, resp.Header.Get("X-Request-Id"))
+		seen[s] = true
+	}
+}
+
+// startServer starts `BIN serve --addr 127.0.0.1:PORT args...` on a free port.
+func (top *topology) startServer(t *testing.T, name string, env []string, bin string, args ...string) *server {
+	t.Helper()
+	return top.startServerOn(t, redistest.FreePort(t), name, env, bin, args...)
+}
+
+func (top *topology) startServerOn(t *testing.T, port int, name string, env []string, bin string, args ...string) *server {
+	t.Helper()
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	p := startProcess(t, name, env, filepath.Join(top.bin, bin), append([]string{"serve", "--addr", addr}, args...)...)
+	return &server{process: p, base: "http://" + addr}
+}
+
+// startEdge runs caddy with deploy/Caddyfile, the file the compose edge
+// uses, its environment switching it to static upstreams on loopback.
+func (top *topology) startEdge(t *testing.T, port int, auth, resource []string) *process {
+	t.Helper()
+	caddyfile := filepath.Join(repoRoot(t), "deploy", "Caddyfile")
+	caddyHome := filepath.Join(top.home, "caddy")
+	if err := os.MkdirAll(caddyHome, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	env := append(baseEnv(caddyHome),
+		"XDG_CONFIG_HOME="+filepath.Join(caddyHome, "config"),
+		"XDG_DATA_HOME="+filepath.Join(caddyHome, "data"),
+		"CADDY_ADMIN=off",
+		"EDGE_BIND="+edgeAddr,
+		"EDGE_PORT="+strconv.Itoa(port),
+		"UPSTREAMS=static",
+		"AUTH_UPSTREAMS="+strings.Join(auth, " "),
+		"RESOURCE_UPSTREAMS="+strings.Join(resource, " "),
+		"CADDY_COMPAT="+caddyCompat(t),
+	)
+	return startProcess(t, "edge", env, "caddy", "run", "--config", caddyfile, "--adapter", "caddyfile")
+}
+
+// caddyCompat is the CADDY_COMPAT of deploy/Caddyfile for the installed
+// caddy: "2.6" for Caddy 2.6 (Debian bookworm's), else "current".
+func caddyCompat(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("caddy", "version").Output()
+	if err != nil {
+		t.Fatalf("caddy version: %v", err)
+	}
+	if v := strings.TrimPrefix(strings.TrimSpace(string(out)), "v"); strings.HasPrefix(v, "2.6.") {
+		return "2.6"
+	}
+	return "current"
+}
+
+// hostPorts are the servers' host:port.
+func hostPorts(servers []*server) []string {
+	out := make([]string, len(servers))
+	for i, s := range servers {
+		out[i] = strings.TrimPrefix(s.base, "http://")
+	}
+	return out
+}
+
+func loopbackHostPorts(ports []int) []string {
+	out := make([]string, len(ports))
+	for i, p := range ports {
+		out[i] = "127.0.0.1:" + strconv.Itoa(p)
+	}
+	return out
+}
+
+// running are the servers whose process is alive.
+func running(servers []*server) []*server {
+	var out []*server
+	for _, s := range servers {
+		if s.running() {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// journey is the partner's whole journey, through the edge, with the
+// operator's CLI acting between the steps. Where a step must hold on every
+// replica, it is also checked on each running replica directly.
+func journey(t *testing.T, top *topology) {
+	resources := running(top.resource)
+	// Enough requests through the round-robin edge to reach every replica.
+	everyReplica := 2 * len(top.resource)
+
+	c := top.createClient(t, "patients.read referrals.write")
+
+	// A token with HTTP Basic and one with form fields; both work.
+	basic := top.token(t, c, basicAuth)
+	form := top.token(t, c, formAuth)
+	for _, tok := range []string{basic, form} {
+		top.wantMe(t, top.edge, tok, c.ID)
+	}
+	for _, s := range resources {
+		top.wantMe(t, s.base, basic, c.ID)
+	}
+	checkForwarding(t, top, basic)
+
+	// Rotation: every token of the old secret stops working at once, on
+	// every replica; the old secret is refused; the new one works.
+	rotated := top.cliCredentials(t, "clients", "rotate-secret", c.ID)
+	for _, s := range resources {
+		top.wantMeStatus(t, s.base, basic, http.StatusUnauthorized)
+		top.wantMeStatus(t, s.base, form, http.StatusUnauthorized)
+	}
+	for range everyReplica {
+		top.wantMeStatus(t, top.edge, basic, http.StatusUnauthorized)
+	}
+	top.wantInvalidClient(t, c)
+	fresh := top.token(t, rotated, basicAuth)
+	for _, s := range resources {
+		top.wantMe(t, s.base, fresh, c.ID)
+	}
+	for range everyReplica {
+		top.wantMe(t, top.edge, fresh, c.ID)
+	}
+
+	// Revocation: token requests get invalid_client, tokens get 401.
+	top.cli(t, "clients", "revoke", c.ID)
+	top.wantInvalidClient(t, rotated)
+	for _, s := range resources {
+		top.wantMeStatus(t, s.base, fresh, http.StatusUnauthorized)
+	}
+	top.wantMeStatus(t, top.edge, fresh, http.StatusUnauthorized)
+
+	// The rate limit is one for all replicas: N requests spread over them
+	// by the edge pass, the next one is refused, by every replica.
+	limited := top.createClient(t, "events.subscribe")
+	tok := top.token(t, limited, formAuth)
+	top.cli(t, "clients", "set-rate-limit", limited.ID, strconv.Itoa(rateLimit))
+	served := map[*server]int{}
+	for range rateLimit {
+		a := top.wantMe(t, top.edge, tok, limited.ID)
+		s, _ := servedBy(t, top.resource, a.requestID())
+		served[s]++
+	}
+	for _, s := range resources {
+		if served[s] == 0 {
+			t.Errorf("%s served none of the %d requests: %v", s, rateLimit, served)
+		}
+	}
+	a := top.wantMeStatus(t, top.edge, tok, http.StatusTooManyRequests)
+	if a.header.Get("Retry-After") == "" {
+		t.Errorf("429 without Retry-After: %v", a.header)
+	}
+	for _, s := range resources {
+		top.wantMeStatus(t, s.base, tok, http.StatusTooManyRequests)
+	}
+}
+
+// uuidPattern is the form of the edge's request ids ({http.request.uuid}).
+var uuidPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// checkForwarding checks the edge's headers and the servers' trust in them:
+// through the edge, the servers log the edge's request id and the partner's
+// address from X-Forwarded-For, whatever the partner sent in those headers;
+// straight from the partner, they believe neither header.
+func checkForwarding(t *testing.T, top *topology, token string) {
+	t.Helper()
+	const spoofedID, spoofedAddr = "chosen-by-the-client", "203.0.113.7"
+	forged := http.Header{"X-Request-Id": {spoofedID}, "X-Forwarded-For": {spoofedAddr}}
+	want := partnerAddr.String()
+
+	check := func(what string, a answer, servers []*server, viaEdge bool) {
+		t.Helper()
+		id := a.requestID()
+		switch {
+		case id == spoofedID:
+			t.Errorf("%s: the client's X-Request-Id was believed", what)
+		case viaEdge && !uuidPattern.MatchString(id):
+			t.Errorf("%s: X-Request-Id %q is not the edge's", what, id)
+		}
+		s, rec := servedBy(t, servers, id)
+		if got := clientAddress(rec); got != want {
+			t.Errorf("%s: %s logged client address %v, want the partner's %s", what, s, got, want)
+		}
+	}
+
+	check("token request through the edge", top.tokenRequest(t, credentials{ID: "svc_unknown", Secret: "x"}, basicAuth, forged),
+		top.auth, true)
+	check("GET /api/v1/me/ through the edge", top.me(t, top.edge, token, forged), top.resource, true)
+	direct := running(top.resource)[0]
+	check("GET /api/v1/me/ straight to "+direct.name, top.me(t, direct.base, token, forged), top.resource, false)
+}
+
+// clientAddress is the client address an access record names: the token
+// service logs it as "remote", the resource server as "client_ip".
+func clientAddress(rec map[string]any) any {
+	for _, k := range []string{"remote", "client_ip", "remote_ip"} {
+		if v, ok := rec[k]; ok {
+			return v
+		}
+	}
+	return nil
+}

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# Checks the Docker deployment as far as a machine without a Docker engine
+# can (CI's): the compose file, the edge's Caddyfile in both of its modes, and
+# the binaries that deploy/Dockerfile builds, built the same way.
+# .ci/run calls it; it installs docker-compose and caddy from Debian packages
+# if they are missing, and exits non-zero on the first failure.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+
+step() { printf '== %s\n' "$*"; }
+fail() {
+	printf 'validate-compose: %s\n' "$*" >&2
+	exit 1
+}
+
+# need COMMAND PACKAGE: installs the Debian package when the command is missing.
+apt_updated=""
+need() {
+	command -v "$1" >/dev/null 2>&1 && return
+	local sudo=""
+	[ "$(id -u)" -eq 0 ] || sudo="sudo"
+	if [ -z "$apt_updated" ]; then
+		$sudo apt-get update -q >/dev/null
+		apt_updated=1
+	fi
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q "$2" >/dev/null
+	command -v "$1" >/dev/null 2>&1 || fail "$1 is missing and installing $2 did not provide it"
+}
+need docker-compose docker-compose
+need caddy caddy
+need python3 python3
+
+step "docker-compose config ($(docker-compose version --short 2>/dev/null || echo '?'))"
+docker-compose -f docker-compose.yml config -q
+docker-compose -f docker-compose.yml config >"$tmp/compose.yml"
+
+step "compose rules: scalable servers, one published port, durable Redis"
+python3 - "$tmp/compose.yml" <<'PY'
+import sys
+import yaml
+
+cfg = yaml.safe_load(open(sys.argv[1]))
+services = cfg.get("services", {})
+problems = []
+
+
+def need(cond, msg):
+    if not cond:
+        problems.append(msg)
+
+
+for name in ("redis", "init", "authserver", "resourceserver", "edge"):
+    need(name in services, f"service {name} is missing")
+for name, svc in services.items():
+    need("container_name" not in svc, f"{name}: container_name prevents --scale")
+    if name != "edge":
+        need(not svc.get("ports"), f"{name}: only the edge publishes a port")
+
+for name in ("authserver", "resourceserver"):
+    svc = services.get(name, {})
+    build = svc.get("build", {})
+    need(build.get("target") == name and build.get("dockerfile") == "deploy/Dockerfile",
+         f"{name}: must build deploy/Dockerfile, target {name}")
+    need(svc.get("healthcheck", {}).get("test") == ["CMD", f"/{name}", "healthcheck"],
+         f"{name}: healthcheck must be the binary's own healthcheck subcommand")
+
+redis = services.get("redis", {})
+cmd = redis.get("command") or []
+cmd = cmd.split() if isinstance(cmd, str) else cmd
+flags = {cmd[i]: cmd[i + 1] for i in range(len(cmd) - 1) if cmd[i].startswith("--")}
+need(flags.get("--appendonly") == "yes" and flags.get("--appendfsync") == "always",
+     "redis: AOF with appendfsync always is the documented durability")
+need(any(":/data" in str(v) or (isinstance(v, dict) and v.get("target") == "/data")
+         for v in redis.get("volumes", [])), "redis: /data must be a volume")
+need("healthcheck" in redis, "redis: healthcheck missing")
+
+auth = services.get("authserver", {})
+need(auth.get("depends_on", {}).get("init", {}).get("condition") == "service_completed_successfully",
+     "authserver: must wait for the init job")
+need(any(str(v).endswith(":/keys:ro") or (isinstance(v, dict) and v.get("target") == "/keys" and v.get("read_only"))
+         for v in auth.get("volumes", [])), "authserver: the keys volume must be read-only")
+
+edge_ip = services.get("edge", {}).get("networks", {}).get("backend", {}) or {}
+edge_ip = edge_ip.get("ipv4_address")
+need(edge_ip, "edge: needs a fixed address on the backend network")
+for name in ("authserver", "resourceserver"):
+    trusted = services.get(name, {}).get("environment", {}).get("TRUSTED_PROXIES")
+    need(trusted == f"{edge_ip}/32", f"{name}: TRUSTED_PROXIES {trusted!r} must be the edge's {edge_ip}/32")
+
+if problems:
+    print("\n".join("docker-compose.yml: " + p for p in problems), file=sys.stderr)
+    sys.exit(1)
+PY
+
+# Debian bookworm's caddy is 2.6, whose reverse_proxy names request body
+# buffering differently (deploy/Caddyfile, CADDY_COMPAT).
+compat=current
+case "$(caddy version)" in v2.6.* | 2.6.*) compat=2.6 ;; esac
+
+caddy_validate() {
+	if ! env "$@" CADDY_COMPAT="$compat" caddy validate --config deploy/Caddyfile --adapter caddyfile >"$tmp/caddy.log" 2>&1; then
+		cat "$tmp/caddy.log" >&2
+		fail "caddy validate failed"
+	fi
+}
+step "caddy validate deploy/Caddyfile: compose (DNS upstreams), caddy $(caddy version | cut -d' ' -f1), CADDY_COMPAT=$compat"
+caddy_validate
+step "caddy validate deploy/Caddyfile: topology test (static upstreams)"
+caddy_validate UPSTREAMS=static CADDY_ADMIN=off EDGE_BIND=127.0.0.1 EDGE_PORT=18080 \
+	AUTH_UPSTREAMS="127.0.0.1:18081 127.0.0.1:18082" RESOURCE_UPSTREAMS="127.0.0.1:18083 127.0.0.1:18084"
+
+step "deploy/Dockerfile: Go version, build command, non-root distroless stages"
+build="CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o /out/ ./authserver ./resourceserver"
+grep -qF "RUN $build" deploy/Dockerfile || fail "deploy/Dockerfile no longer builds with: $build"
+gomod_version="$(awk '$1 == "go" { print $2 }' go.mod)"
+grep -qx "ARG GO_VERSION=$gomod_version" deploy/Dockerfile || fail "deploy/Dockerfile's GO_VERSION is not go.mod's $gomod_version"
+stages="$(grep -c '^FROM gcr.io/distroless/static-debian12:' deploy/Dockerfile)"
+users="$(grep -c '^USER 65532:65532$' deploy/Dockerfile)"
+[ "$stages" -eq 3 ] && [ "$users" -eq 3 ] || fail "deploy/Dockerfile: want 3 distroless stages, each USER 65532:65532 (got $stages, $users)"
+
+step "go build, as deploy/Dockerfile does"
+CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$tmp/bin/" ./authserver ./resourceserver
+for bin in authserver resourceserver; do
+	go version -m "$tmp/bin/$bin" | grep -q 'CGO_ENABLED=0' || fail "$bin is not a static (CGO_ENABLED=0) build"
+	"$tmp/bin/$bin" help >/dev/null || fail "$bin help failed"
+done
+
+echo "validate-compose: ok"
