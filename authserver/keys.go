@@ -10,24 +10,40 @@ import (
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
 )
 
-// keysCommand: authserver keys generate --out FILE [--alg A] [--rotate] [--keep N]
+const keysUsage = "usage: authserver keys generate --out FILE [--alg EdDSA|ES256] [--rotate [--keep N] | --stage] | authserver keys promote --file FILE KID | authserver keys list --file FILE"
+
+// keysCommand manages the signing key set file. A zero-downtime key
+// rotation is: `keys generate --stage` (publish the new key; restart or
+// wait for the resource servers' JWKS refresh), then `keys promote KID`
+// (sign with it); `--rotate` does both at once.
 func keysCommand(args []string, stdout io.Writer) error {
-	if len(args) == 0 || args[0] != "generate" {
-		return usagef("usage: authserver keys generate --out FILE [--alg EdDSA|ES256] [--rotate] [--keep N]")
+	if len(args) == 0 {
+		return usagef("%s", keysUsage)
 	}
+	switch args[0] {
+	case "generate":
+		return keysGenerate(args[1:], stdout)
+	case "promote", "list":
+		return keysEdit(args[0], args[1:], stdout)
+	}
+	return usagef("%s", keysUsage)
+}
+
+func keysGenerate(args []string, stdout io.Writer) error {
 	fl := newFlags("keys generate")
 	out := fl.String("out", "", "key set file to write")
 	alg := fl.String("alg", accesstoken.AlgEdDSA, "EdDSA or ES256")
 	rotate := fl.Bool("rotate", false, "add a new signing key in front of an existing file's keys")
+	stage := fl.Bool("stage", false, "publish a new key in an existing file without signing with it yet")
 	keep := fl.Int("keep", 2, "with --rotate: earlier keys kept for verification")
 	asJSON := fl.Bool("json", false, "machine-readable output")
-	if pos, err := parseFlags(fl, args[1:]); err != nil {
+	if pos, err := parseFlags(fl, args); err != nil {
 		return err
 	} else if len(pos) > 0 || *out == "" {
 		return usagef("keys generate needs --out FILE and no arguments")
 	}
-	if *keep < 0 {
-		return usagef("--keep must not be negative")
+	if *keep < 0 || (*rotate && *stage) {
+		return usagef("--keep must not be negative, and --rotate and --stage exclude each other")
 	}
 	key, err := accesstoken.GenerateKey(*alg)
 	if err != nil {
@@ -38,9 +54,11 @@ func keysCommand(args []string, stdout io.Writer) error {
 	switch {
 	case err == nil && *rotate:
 		ks, err = existing.Rotated(key, *keep)
+	case err == nil && *stage:
+		ks, err = existing.Staged(key)
 	case err == nil:
-		return fmt.Errorf("%s exists: pass --rotate to add a new signing key to it", *out)
-	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%s exists: pass --rotate or --stage to add a new key to it", *out)
+	case errors.Is(err, fs.ErrNotExist) && !*stage:
 		ks, err = accesstoken.NewKeySet(key)
 	default:
 		return err
@@ -51,9 +69,45 @@ func keysCommand(args []string, stdout io.Writer) error {
 	if err := ks.WriteFile(*out); err != nil {
 		return err
 	}
-	if *asJSON {
-		return json.NewEncoder(stdout).Encode(map[string]any{"file": *out, "signing_kid": ks.SigningKeyID(), "keys": ks.Public().Len()})
+	kid, _ := key.KeyID()
+	return printKeys(stdout, *asJSON, *out, ks, fmt.Sprintf("new key %s (%s)", kid, *alg))
+}
+
+func keysEdit(sub string, args []string, stdout io.Writer) error {
+	fl := newFlags("keys " + sub)
+	file := fl.String("file", "", "key set file")
+	asJSON := fl.Bool("json", false, "machine-readable output")
+	pos, err := parseFlags(fl, args)
+	if err != nil {
+		return err
 	}
-	fmt.Fprintf(stdout, "wrote %s: signing key %s (%s), %d key(s) published\n", *out, ks.SigningKeyID(), *alg, ks.Public().Len())
+	want := map[string]int{"promote": 1, "list": 0}[sub]
+	if *file == "" || len(pos) != want {
+		return usagef("%s", keysUsage)
+	}
+	ks, err := accesstoken.LoadKeySet(*file)
+	if err != nil {
+		return err
+	}
+	if sub == "list" {
+		return printKeys(stdout, *asJSON, *file, ks, "")
+	}
+	if ks, err = ks.Promoted(pos[0]); err != nil {
+		return usageError{err.Error()}
+	}
+	if err := ks.WriteFile(*file); err != nil {
+		return err
+	}
+	return printKeys(stdout, *asJSON, *file, ks, "promoted "+pos[0])
+}
+
+func printKeys(w io.Writer, asJSON bool, file string, ks *accesstoken.KeySet, what string) error {
+	if asJSON {
+		return json.NewEncoder(w).Encode(map[string]any{"file": file, "signing_kid": ks.SigningKeyID(), "kids": ks.KeyIDs()})
+	}
+	if what != "" {
+		fmt.Fprintf(w, "%s: %s\n", file, what)
+	}
+	fmt.Fprintf(w, "signing key: %s\npublished:   %v\n", ks.SigningKeyID(), ks.KeyIDs())
 	return nil
 }

@@ -40,7 +40,9 @@ func oneLine(err error) string {
 const usage = `usage: authserver COMMAND [flags]
 
   serve [--addr A] [--keys FILE] [--issuer URL] [--audience A] [--trusted-proxies CIDRS]
-  keys generate --out FILE [--alg EdDSA|ES256] [--rotate] [--keep N]
+  keys generate --out FILE [--alg EdDSA|ES256] [--rotate [--keep N] | --stage]
+  keys promote --file FILE KID
+  keys list --file FILE
   orgs create --slug S --name N --environment sandbox|live
   orgs list
   clients create --org S --name N --audience pharma|hospital|psp_partner --scopes "..." [--rate-limit N]

@@ -121,7 +121,9 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"clients", "set-rate-limit", "svc_x"}, "clients set-rate-limit takes 2 argument(s), got 1"},
 		{[]string{"orgs", "list", "extra"}, "orgs list takes 0 argument(s), got 1"},
 		{[]string{"orgs", "list", "--nope"}, "orgs list: flag provided but not defined: -nope"},
-		{[]string{"keys"}, "usage: authserver keys generate --out FILE [--alg EdDSA|ES256] [--rotate] [--keep N]"},
+		{[]string{"keys"}, keysUsage},
+		{[]string{"keys", "promote", "--file", "x.json"}, keysUsage},
+		{[]string{"keys", "generate", "--out", "x.json", "--rotate", "--stage"}, "--keep must not be negative, and --rotate and --stage exclude each other"},
 		{[]string{"keys", "generate"}, "keys generate needs --out FILE and no arguments"},
 		{[]string{"serve", "extra"}, "serve takes no arguments"},
 		{[]string{"healthcheck", "extra"}, "healthcheck takes no arguments"},
@@ -153,7 +155,7 @@ func TestKeysGenerate(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := ks.SigningKeyID()
-	if want := "wrote " + file + ": signing key " + first + " (EdDSA), 1 key(s) published\n"; out != want {
+	if want := file + ": new key " + first + " (EdDSA)\nsigning key: " + first + "\npublished:   [" + first + "]\n"; out != want {
 		t.Errorf("stdout %q, want %q", out, want)
 	}
 	fi, err := os.Stat(file)
@@ -167,7 +169,7 @@ func TestKeysGenerate(t *testing.T) {
 
 	// No silent overwrite.
 	_, err = h.run("keys", "generate", "--out", file)
-	if err == nil || err.Error() != file+" exists: pass --rotate to add a new signing key to it" {
+	if err == nil || err.Error() != file+" exists: pass --rotate or --stage to add a new key to it" {
 		t.Errorf("overwrite without --rotate: %v", err)
 	}
 	if after, _ := os.ReadFile(file); !bytes.Equal(before, after) {
@@ -178,8 +180,8 @@ func TestKeysGenerate(t *testing.T) {
 	out = h.must("keys", "generate", "--out", file, "--rotate", "--json")
 	var res struct {
 		File       string `json:"file"`
-		SigningKid string `json:"signing_kid"`
-		Keys       int    `json:"keys"`
+		SigningKid string   `json:"signing_kid"`
+		Kids       []string `json:"kids"`
 	}
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("--json: %v: %s", err, out)
@@ -188,7 +190,7 @@ func TestKeysGenerate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.File != file || res.SigningKid != ks.SigningKeyID() || res.SigningKid == first || res.Keys != 2 {
+	if res.File != file || res.SigningKid != ks.SigningKeyID() || res.SigningKid == first || len(res.Kids) != 2 || res.Kids[0] != res.SigningKid || res.Kids[1] != first {
 		t.Errorf("rotate: %+v (first kid %s)", res, first)
 	}
 	if _, ok := ks.Public().LookupKeyID(first); !ok {
@@ -203,8 +205,34 @@ func TestKeysGenerate(t *testing.T) {
 		t.Errorf("--keep 0 kept %d keys", ks.Public().Len())
 	}
 
+	// --stage publishes a new key without signing with it; promote makes it
+	// sign, keeping the old one published.
+	ks, _ = accesstoken.LoadKeySet(file)
+	signing := ks.SigningKeyID()
+	h.must("keys", "generate", "--out", file, "--stage")
+	ks, _ = accesstoken.LoadKeySet(file)
+	ids := ks.KeyIDs()
+	if len(ids) != 2 || ks.SigningKeyID() != signing {
+		t.Fatalf("--stage: kids %v signing %s, want the old key still signing and a second key published", ids, ks.SigningKeyID())
+	}
+	staged := ids[1]
+	out = h.must("keys", "promote", "--file", file, staged)
+	if !strings.Contains(out, "promoted "+staged) {
+		t.Errorf("promote output %q", out)
+	}
+	ks, _ = accesstoken.LoadKeySet(file)
+	if ks.SigningKeyID() != staged || len(ks.KeyIDs()) != 2 || ks.KeyIDs()[1] != signing {
+		t.Errorf("after promote: kids %v, want [%s %s]", ks.KeyIDs(), staged, signing)
+	}
+	if _, err := h.run("keys", "promote", "--file", file, "no-such-kid"); !isUsage(err) {
+		t.Errorf("promote of an unknown kid: %v, want a usage error", err)
+	}
+	if out := h.must("keys", "list", "--file", file); !strings.Contains(out, "signing key: "+staged) {
+		t.Errorf("keys list: %q", out)
+	}
+
 	es := filepath.Join(t.TempDir(), "es.json")
-	if out := h.must("keys", "generate", "--out", es, "--alg", "ES256"); !strings.Contains(out, "(ES256), 1 key(s)") {
+	if out := h.must("keys", "generate", "--out", es, "--alg", "ES256"); !strings.Contains(out, "(ES256)\nsigning key: ") {
 		t.Errorf("ES256: %q", out)
 	}
 	if _, err := h.run("keys", "generate", "--out", filepath.Join(t.TempDir(), "x.json"), "--alg", "RS256"); !isUsage(err) {

@@ -208,6 +208,46 @@ func (ks *KeySet) Rotated(newKey jwk.Key, keep int) (*KeySet, error) {
 	return NewKeySet(keys...)
 }
 
+// Staged returns a new KeySet that publishes newKey after the current keys
+// without signing with it: verifiers learn the key before the first token
+// signed by it exists. Promoted then makes it the signing key.
+func (ks *KeySet) Staged(newKey jwk.Key) (*KeySet, error) {
+	keys := make([]jwk.Key, 0, ks.private.Len()+1)
+	for i := range ks.private.Len() {
+		k, _ := ks.private.Key(i)
+		keys = append(keys, k)
+	}
+	return NewKeySet(append(keys, newKey)...)
+}
+
+// Promoted returns a new KeySet whose signing key is the published key kid,
+// the others kept in order for verification.
+func (ks *KeySet) Promoted(kid string) (*KeySet, error) {
+	first, ok := ks.private.LookupKeyID(kid)
+	if !ok {
+		return nil, fmt.Errorf("no key with kid %q in the set", kid)
+	}
+	keys := []jwk.Key{first}
+	for i := range ks.private.Len() {
+		k, _ := ks.private.Key(i)
+		if id, _ := k.KeyID(); id != kid {
+			keys = append(keys, k)
+		}
+	}
+	return NewKeySet(keys...)
+}
+
+// KeyIDs lists the kids of the set, the signing key first.
+func (ks *KeySet) KeyIDs() []string {
+	ids := make([]string, 0, ks.private.Len())
+	for i := range ks.private.Len() {
+		k, _ := ks.private.Key(i)
+		id, _ := k.KeyID()
+		ids = append(ids, id)
+	}
+	return ids
+}
+
 // WriteFile writes the private key set to path with mode 0600, atomically
 // (a temporary file renamed over the target), so a crash never leaves a
 // half-written key file.
