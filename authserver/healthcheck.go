@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
-	"time"
+
+	"github.com/partnerapi/authplatform/pkg/httpserver"
 )
 
 // healthcheck: authserver healthcheck [--url URL]. For container health
@@ -19,19 +19,8 @@ func healthcheck(ctx context.Context, args []string, getenv func(string) string,
 	} else if len(pos) > 0 {
 		return usagef("healthcheck takes no arguments")
 	}
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, *url, nil)
-	if err != nil {
-		return usagef("healthcheck: bad --url: %v", err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("healthcheck: %v", err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("healthcheck: %s answered %d", *url, resp.StatusCode)
+	if err := httpserver.Probe(ctx, *url); err != nil {
+		return fmt.Errorf("healthcheck: %w", err)
 	}
 	fmt.Fprintln(stdout, "ok")
 	return nil

@@ -179,7 +179,7 @@ func TestKeysGenerate(t *testing.T) {
 	// --rotate puts a new signing key in front and keeps the old one.
 	out = h.must("keys", "generate", "--out", file, "--rotate", "--json")
 	var res struct {
-		File       string `json:"file"`
+		File       string   `json:"file"`
 		SigningKid string   `json:"signing_kid"`
 		Kids       []string `json:"kids"`
 	}
@@ -570,7 +570,7 @@ func TestServe(t *testing.T) {
 	if out := h.must("healthcheck", "--url", base+"/readyz"); out != "ok\n" {
 		t.Errorf("healthcheck: %q", out)
 	}
-	if _, err := h.run("healthcheck", "--url", base+"/nope"); err == nil || err.Error() != "healthcheck: "+base+"/nope answered 404" {
+	if _, err := h.run("healthcheck", "--url", base+"/nope"); err == nil || err.Error() != "healthcheck: probe "+base+"/nope: answered 404" {
 		t.Errorf("healthcheck of a 404: %v", err)
 	}
 

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"time"
 
 	"github.com/partnerapi/authplatform/authserver/tokenserver"
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
 	"github.com/partnerapi/authplatform/pkg/clientip"
 	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/httpserver"
 	"github.com/partnerapi/authplatform/pkg/logging"
 	"github.com/partnerapi/authplatform/pkg/redisconn"
 )
@@ -100,31 +100,5 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	logger.Info("token service listening", "addr", ln.Addr().String(), "issuer", cfg.Issuer, "signing_kid", keys.SigningKeyID())
 	fmt.Fprintf(stdout, "authserver listening on http://%s\n", ln.Addr())
-	return serveHTTP(ctx, ln, h)
-}
-
-// serveHTTP serves until ctx ends, then shuts down gracefully: in-flight
-// requests get up to 10 seconds to finish.
-func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler) error {
-	srv := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       15 * time.Second,
-		WriteTimeout:      15 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    32 << 10,
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
-	}
-	return nil
+	return httpserver.Serve(ctx, ln, h, logger)
 }

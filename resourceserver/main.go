@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"os/signal"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/partnerapi/authplatform/pkg/clientip"
 	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/httpserver"
 	"github.com/partnerapi/authplatform/pkg/logging"
 	"github.com/partnerapi/authplatform/pkg/redisconn"
 	"github.com/partnerapi/authplatform/resourceserver/api"
@@ -235,35 +235,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	srv := &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       10 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    32 << 10,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
 	logger.Info("listening", slog.String("addr", ln.Addr().String()), slog.String("jwks_url", cfg.JWKSURL),
 		slog.String("issuer", cfg.Issuer), slog.String("audience", cfg.Audience))
 	fmt.Fprintf(stdout, "resourceserver listening on http://%s\n", ln.Addr())
-
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	select {
-	case err := <-served:
-		return fmt.Errorf("serve: %w", err)
-	case <-ctx.Done():
-	}
-	logger.Info("shutting down")
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
-	}
-	<-served // http.ErrServerClosed
-	logger.Info("stopped")
-	return nil
+	return httpserver.Serve(ctx, ln, handler, logger)
 }
 
 // healthcheck probes the local server's /readyz, for container health checks
@@ -291,19 +266,8 @@ func healthcheck(ctx context.Context, args []string, getenv func(string) string,
 	if fs.NArg() > 0 {
 		return errors.New("healthcheck takes no arguments")
 	}
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, *target, nil)
-	if err != nil {
-		return fmt.Errorf("healthcheck: bad --url: %w", err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
+	if err := httpserver.Probe(ctx, *target); err != nil {
 		return fmt.Errorf("healthcheck: %w", err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("healthcheck: %s answered %d", *target, resp.StatusCode)
 	}
 	fmt.Fprintln(stdout, "ok")
 	return nil

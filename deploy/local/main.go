@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"github.com/partnerapi/authplatform/authserver/tokenserver"
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
 	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/httpserver"
 	"github.com/partnerapi/authplatform/pkg/logging"
 	"github.com/partnerapi/authplatform/pkg/redisconn"
 	"github.com/partnerapi/authplatform/resourceserver/api"
@@ -105,7 +105,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fmt.Errorf("seed sandbox: %w", err)
 	}
 	printWelcome(stdout, base, redisURL == getenv("REDIS_URL"), org, seeded)
-	return serve(ctx, ln, edge(auth, res), logger)
+	return httpserver.Serve(ctx, ln, edge(auth, res), logger)
 }
 
 // edge routes as deploy/Caddyfile does: the token service's paths to it,
@@ -159,20 +159,4 @@ func printWelcome(w io.Writer, base string, realRedis bool, org clients.Org, see
 		fmt.Fprintf(w, "  curl -s -H \"Authorization: Bearer $TOKEN\" %s/api/v1/me/\n", base)
 	}
 	fmt.Fprintf(w, "\nDocs: %s/llms.txt  OpenAPI: %s/api/v1/schema/?format=json\nPress Ctrl-C to stop.\n", base, base)
-}
-
-func serve(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Logger) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 15 * time.Second,
-		WriteTimeout: 15 * time.Second, MaxHeaderBytes: 32 << 10}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	logger.Info("shutting down")
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	return srv.Shutdown(sctx)
 }
