@@ -39,7 +39,7 @@ func Open(rawURL string) (redis.UniversalClient, error) {
 		if err != nil {
 			return nil, fmt.Errorf("REDIS_URL (sentinel): %w", err)
 		}
-		tune(q, &opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.MaxRetries)
+		tune(q, &opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.MaxRetries, &opt.DialerRetries)
 		return build("REDIS_URL (sentinel)", func() redis.UniversalClient { return redis.NewFailoverClient(opt) })
 	case u.Scheme == "redis+cluster" || u.Scheme == "rediss+cluster" || q.Has("addr"):
 		u.Scheme = strings.TrimSuffix(u.Scheme, "+cluster")
@@ -47,14 +47,14 @@ func Open(rawURL string) (redis.UniversalClient, error) {
 		if err != nil {
 			return nil, fmt.Errorf("REDIS_URL (cluster): %w", err)
 		}
-		tune(q, &opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.MaxRetries)
+		tune(q, &opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.MaxRetries, &opt.DialerRetries)
 		return build("REDIS_URL (cluster)", func() redis.UniversalClient { return redis.NewClusterClient(opt) })
 	default:
 		opt, err := redis.ParseURL(rawURL)
 		if err != nil {
 			return nil, fmt.Errorf("REDIS_URL: %w", err)
 		}
-		tune(q, &opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.MaxRetries)
+		tune(q, &opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.MaxRetries, &opt.DialerRetries)
 		return build("REDIS_URL", func() redis.UniversalClient { return redis.NewClient(opt) })
 	}
 }
@@ -73,9 +73,13 @@ func build(what string, newClient func() redis.UniversalClient) (rdb redis.Unive
 
 // tune sets defaults suited to a request path that must fail fast when
 // Redis is gone (a 503 within about a second, not a hung request), unless
-// the URL set them: one-second dial, read and write timeouts, and one retry
-// instead of go-redis's three with backoff.
-func tune(q url.Values, dial, read, write *time.Duration, retries *int) {
+// the URL set them: one-second dial, read and write timeouts, one retry
+// instead of go-redis's three with backoff, and one dial attempt per try
+// instead of go-redis's five (DialerRetries, with 100 ms between them):
+// with those, a Redis host that drops packets held every request for about
+// 11 s (2 tries x 5 dials x 1 s) instead of 2 s at worst, and a refused
+// connection for about 0.8 s instead of a few milliseconds.
+func tune(q url.Values, dial, read, write *time.Duration, retries, dialerRetries *int) {
 	if !q.Has("dial_timeout") {
 		*dial = time.Second
 	}
@@ -87,6 +91,9 @@ func tune(q url.Values, dial, read, write *time.Duration, retries *int) {
 	}
 	if !q.Has("max_retries") {
 		*retries = 1
+	}
+	if !q.Has("dialer_retries") {
+		*dialerRetries = 1
 	}
 }
 
