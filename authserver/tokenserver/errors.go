@@ -107,6 +107,9 @@ func writeOAuthError(ctx context.Context, log *slog.Logger, w http.ResponseWrite
 	for k, vs := range extra {
 		h[k] = vs
 	}
+	if oe == errBodyTooLarge {
+		h.Set("Connection", "close")
+	}
 	if oe.Status == http.StatusUnauthorized && (creds.Basic || !creds.Present) {
 		h.Set("WWW-Authenticate", `Basic realm="`+realm+`", charset="UTF-8"`)
 	}

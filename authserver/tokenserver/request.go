@@ -62,9 +62,14 @@ func parseClientRequest(r *http.Request) (*clientRequest, error) {
 	return &clientRequest{Params: params, Client: creds}, nil
 }
 
+// errBodyTooLarge refuses a body over MaxBodyBytes. It is answered with
+// Connection: close: net/http would otherwise read up to 256 KiB more of an
+// unread body, and wait for a client that stalls, before sending the answer.
+var errBodyTooLarge = invalidRequest("request body is larger than 64 KiB")
+
 func parseBody(r *http.Request) (url.Values, error) {
 	if r.ContentLength > MaxBodyBytes {
-		return nil, invalidRequest("request body is larger than 64 KiB")
+		return nil, errBodyTooLarge
 	}
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil {
@@ -75,7 +80,7 @@ func parseBody(r *http.Request) (url.Values, error) {
 		return nil, invalidRequest("request body could not be read")
 	}
 	if len(body) > MaxBodyBytes {
-		return nil, invalidRequest("request body is larger than 64 KiB")
+		return nil, errBodyTooLarge
 	}
 	var params url.Values
 	switch mt {

@@ -1,6 +1,7 @@
 package accesstoken
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -70,8 +71,8 @@ func (v *Verifier) VerifySignature(token string) (*Claims, error) {
 		return nil, ErrMalformed
 	}
 	compact := []byte(token[len(Prefix):])
-	hdr, _, _, err := jwsbb.SplitCompact(compact)
-	if err != nil {
+	hdr, _, sig, err := jwsbb.SplitCompact(compact)
+	if err != nil || !canonicalBase64URL(sig) {
 		return nil, ErrMalformed
 	}
 	h := jwsbb.HeaderParseCompact(hdr)
@@ -119,7 +120,10 @@ func (v *Verifier) VerifySignature(token string) (*Claims, error) {
 	if c.ClientID == "" || c.Subject != c.ClientID || c.ID == "" || c.ExpiresAt == 0 || c.IssuedAt == 0 || c.Generation <= 0 {
 		return nil, ErrClaims
 	}
-	if c.ExpiresAt-c.IssuedAt > int64(Lifetime/time.Second) {
+	// 0 < exp - iat <= Lifetime. iat > 0 and exp > iat keep the subtraction
+	// from overflowing: a signed {"iat": -2^62, "exp": 2^62} would otherwise
+	// wrap to a negative lifetime and be good for ever.
+	if c.IssuedAt <= 0 || c.ExpiresAt <= c.IssuedAt || c.ExpiresAt-c.IssuedAt > int64(Lifetime/time.Second) {
 		return nil, ErrClaims
 	}
 	return &c, nil
@@ -140,6 +144,18 @@ func (v *Verifier) CheckTime(c *Claims) error {
 
 // Now is the verifier's clock.
 func (v *Verifier) Now() time.Time { return v.now() }
+
+// canonicalBase64URL reports whether seg is the one base64url spelling of
+// its bytes, without padding (RFC 7515 section 2). jwx decodes padded,
+// standard-alphabet and non-zero-trailing-bit spellings alike, so without
+// this one signature has many spellings and a token holder could mint
+// endless distinct token strings, each a new entry of a verified-token
+// cache. The header and payload need no such check: they are signed as
+// the very bytes sent.
+func canonicalBase64URL(seg []byte) bool {
+	raw, err := base64.RawURLEncoding.DecodeString(string(seg))
+	return err == nil && base64.RawURLEncoding.EncodeToString(raw) == string(seg)
+}
 
 func rawPublic(key jwk.Key, alg jwa.SignatureAlgorithm) (any, error) {
 	pub, err := key.PublicKey()

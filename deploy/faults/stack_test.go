@@ -1,0 +1,465 @@
+package faults
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lestrrat-go/jwx/v3/jwk"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/partnerapi/authplatform/authserver/tokenserver"
+	"github.com/partnerapi/authplatform/pkg/accesstoken"
+	"github.com/partnerapi/authplatform/pkg/clientip"
+	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/httpserver"
+	"github.com/partnerapi/authplatform/pkg/logging"
+	"github.com/partnerapi/authplatform/pkg/redisconn"
+	"github.com/partnerapi/authplatform/pkg/redistest"
+	"github.com/partnerapi/authplatform/resourceserver/api"
+	"github.com/partnerapi/authplatform/resourceserver/apidocs"
+)
+
+const (
+	issuer   = "https://partner-api.faults.test"
+	audience = "partner-api"
+	formType = "application/x-www-form-urlencoded"
+	jsonType = "application/json"
+
+	pathToken      = tokenserver.PathToken
+	pathIntrospect = tokenserver.PathIntrospect
+	pathMe         = "/api/v1/me/"
+
+	// proxyAddr is the peer of every request: the tests play the edge
+	// proxy, which the servers trust, and name the client's address in
+	// X-Forwarded-For.
+	proxyAddr = "127.0.0.1"
+)
+
+// clock is an injected clock, safe for the servers' goroutines.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// syncBuffer is a log sink written by the servers while a test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// stack is the whole service in one process: the token service and the
+// resource server on the test Redis under a prefix of the test's own,
+// behind the edge routing, served by production's net/http server
+// (httpserver.Serve) on a loopback port.
+type stack struct {
+	t      testing.TB
+	rdb    redis.UniversalClient
+	prefix string
+	store  *clients.Store
+	keys   *accesstoken.KeySet
+	signer ed25519.PrivateKey // the raw signing key, to craft tokens
+	issuer *accesstoken.Issuer
+
+	// tokenNow is the token clock of both servers (iat, exp, expiry):
+	// fixed, so a token never expires during a test.
+	tokenNow time.Time
+	// rate is the clock of every rate limit (per client, per address).
+	rate *clock
+
+	authLogs, resLogs, serverLogs *syncBuffer
+	auth                          *tokenserver.Server
+	handler                       http.Handler // the edge: both servers
+	addr                          string       // host:port of the real server
+	// readBeforeAnswer is, for the connection that most recently started
+	// answering, how many bytes the server had read from it then.
+	readBeforeAnswer atomic.Int64
+}
+
+// countingListener records, per connection, how much the server had read
+// when it wrote the first byte of its answer.
+type countingListener struct {
+	net.Listener
+	readBeforeAnswer *atomic.Int64
+}
+
+func (l countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &countingConn{Conn: c, readBeforeAnswer: l.readBeforeAnswer}, nil
+}
+
+type countingConn struct {
+	net.Conn
+	read             atomic.Int64
+	answered         sync.Once
+	readBeforeAnswer *atomic.Int64
+}
+
+func (c *countingConn) Read(p []byte) (int, error) {
+	k, err := c.Conn.Read(p)
+	c.read.Add(int64(k))
+	return k, err
+}
+
+func (c *countingConn) Write(p []byte) (int, error) {
+	c.answered.Do(func() { c.readBeforeAnswer.Store(c.read.Load()) })
+	return c.Conn.Write(p)
+}
+
+// CloseWrite keeps net/http's lingering close (half-close, then wait)
+// working through the wrapper.
+func (c *countingConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
+type stackConfig struct {
+	failuresPerMinute int64
+}
+
+type option func(*stackConfig)
+
+// withFailureLimit sets the per-address limit of failed authentications.
+func withFailureLimit(n int64) option { return func(c *stackConfig) { c.failuresPerMinute = n } }
+
+func newStack(t testing.TB, opts ...option) *stack {
+	t.Helper()
+	cfg := stackConfig{}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	rdb := redistest.Client(t)
+	s := &stack{
+		t: t, rdb: rdb, prefix: redistest.Prefix(t, rdb),
+		tokenNow: time.Now().UTC().Truncate(time.Second),
+		rate:     &clock{t: time.Now().UTC().Truncate(time.Millisecond)},
+		authLogs: &syncBuffer{}, resLogs: &syncBuffer{}, serverLogs: &syncBuffer{},
+	}
+	s.store = clients.NewStore(rdb, s.prefix, nil)
+	key, err := accesstoken.GenerateKey(accesstoken.AlgEdDSA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := jwk.Export(key, &s.signer); err != nil {
+		t.Fatal(err)
+	}
+	if s.keys, err = accesstoken.NewKeySet(key); err != nil {
+		t.Fatal(err)
+	}
+	if s.issuer, err = accesstoken.NewIssuer(s.keys, issuer, audience); err != nil {
+		t.Fatal(err)
+	}
+	trust, err := clientip.ParseTrust(proxyAddr + "/32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokenNow := func() time.Time { return s.tokenNow }
+
+	s.auth, err = tokenserver.NewServer(newLogger(t, s.authLogs), tokenserver.Config{
+		Issuer: issuer, Audience: audience, Trust: trust, FailuresPerMinute: cfg.failuresPerMinute,
+		Now: tokenNow, RateNow: s.rate.Now, KeyPrefix: s.prefix,
+	}, tokenserver.Deps{
+		Registry: s.store, Keys: s.keys, Redis: rdb,
+		Ready: func(ctx context.Context) error { return redisconn.Ping(ctx, rdb, time.Second) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := apidocs.New("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := api.NewServer(newLogger(t, s.resLogs), api.Config{
+		Issuer: issuer, Audience: audience, TrustedProxies: trust, Now: tokenNow, RateLimitNow: s.rate.Now,
+	}, api.Deps{Clients: s.store, Keys: accesstoken.StaticKeys{Set: s.keys.Public()}, Docs: docs, Redis: rdb})
+	s.handler = edge(s.auth, res)
+
+	ln, err := net.Listen("tcp", proxyAddr+":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.addr = ln.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() {
+		served <- httpserver.Serve(ctx, countingListener{ln, &s.readBeforeAnswer}, s.handler, newLogger(t, s.serverLogs))
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("server: %v", err)
+		}
+	})
+	if _, err := s.store.CreateOrg(context.Background(), clients.OrgSpec{Slug: "acme", Name: "Acme Hospital", Environment: clients.EnvironmentLive}); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func newLogger(t testing.TB, w io.Writer) *slog.Logger {
+	t.Helper()
+	l, err := logging.New(w, "debug")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// edge routes as deploy/Caddyfile (and deploy/local) do: the token
+// service's paths to it, everything else to the resource server.
+func edge(auth, res http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/api/v1/oauth/") || strings.HasPrefix(r.URL.Path, "/.well-known/") {
+			auth.ServeHTTP(w, r)
+			return
+		}
+		res.ServeHTTP(w, r)
+	})
+}
+
+// client creates an active client of org "acme" and returns its id and secret.
+func (s *stack) client(audience string, scopes ...string) (string, string) {
+	s.t.Helper()
+	c, secret, err := s.store.CreateClient(context.Background(), clients.ClientSpec{
+		OrgSlug: "acme", Name: "client " + audience, Audience: audience, Scopes: scopes,
+	})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return c.ID, secret
+}
+
+// token issues a token directly (as the token service would) at the
+// stack's token clock.
+func (s *stack) token(id, scope string, gen int64) string {
+	s.t.Helper()
+	tok, _, err := s.issuer.Issue(accesstoken.Grant{ClientID: id, Scope: scope, Generation: gen, Now: s.tokenNow})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return tok
+}
+
+// reply is an answer as the client saw it.
+type reply struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+func (r reply) json(t testing.TB) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.Body, &m); err != nil {
+		t.Fatalf("body is not a JSON object: %v: %q", err, r.Body)
+	}
+	return m
+}
+
+// wire sends raw bytes as one request on a new connection to the real
+// server and reads the answer. The request is written while the answer is
+// read, so an answer given before the body was read is seen.
+func (s *stack) wire(raw []byte) (reply, error) {
+	conn, err := net.DialTimeout("tcp", s.addr, 5*time.Second)
+	if err != nil {
+		return reply{}, err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
+	go func() { _, _ = conn.Write(raw) }()
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		return reply{}, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return reply{}, err
+	}
+	return reply{Status: resp.StatusCode, Header: resp.Header, Body: body}, nil
+}
+
+// wireRequest writes req (as net/http's client would, without its checks
+// of header values) to the real server.
+func (s *stack) wireRequest(req *http.Request) (reply, error) {
+	var buf bytes.Buffer
+	if err := req.Write(&buf); err != nil {
+		return reply{}, err
+	}
+	return s.wire(buf.Bytes())
+}
+
+// direct serves req by the edge handler itself, as from the proxy,
+// bypassing net/http's own parsing and checks.
+func (s *stack) direct(req *http.Request) reply {
+	req.RemoteAddr = proxyAddr + ":50000"
+	if req.Body == nil {
+		req.Body = http.NoBody
+	}
+	rec := httptest.NewRecorder()
+	s.handler.ServeHTTP(rec, req)
+	res := rec.Result()
+	body, _ := io.ReadAll(res.Body)
+	return reply{Status: res.StatusCode, Header: res.Header, Body: body}
+}
+
+// do sends one request through the real server with Go's HTTP client.
+func (s *stack) do(req *http.Request) reply {
+	s.t.Helper()
+	r, err := s.wireRequest(req)
+	if err != nil {
+		s.t.Fatalf("%s %s: %v", req.Method, req.URL.Path, err)
+	}
+	return r
+}
+
+// newRequest builds a request to the real server; contentType "" sends none.
+func (s *stack) newRequest(method, path, contentType string, body io.Reader, mods ...func(*http.Request)) *http.Request {
+	s.t.Helper()
+	req, err := http.NewRequest(method, "http://"+s.addr+path, body)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	for _, m := range mods {
+		m(req)
+	}
+	return req
+}
+
+func (s *stack) post(path, contentType, body string, mods ...func(*http.Request)) reply {
+	s.t.Helper()
+	return s.do(s.newRequest(http.MethodPost, path, contentType, strings.NewReader(body), mods...))
+}
+
+func (s *stack) get(path string, mods ...func(*http.Request)) reply {
+	s.t.Helper()
+	return s.do(s.newRequest(http.MethodGet, path, "", nil, mods...))
+}
+
+// Request modifiers.
+
+func header(name, value string) func(*http.Request) {
+	return func(r *http.Request) { r.Header.Add(name, value) }
+}
+
+// basic authenticates with HTTP Basic, id and secret form-urlencoded first
+// (RFC 6749 section 2.3.1).
+func basic(id, secret string) func(*http.Request) {
+	return basicRaw(url.QueryEscape(id) + ":" + url.QueryEscape(secret))
+}
+
+// basicRaw sends userpass base64-encoded as it is.
+func basicRaw(userpass string) func(*http.Request) {
+	return header("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(userpass)))
+}
+
+func bearer(token string) func(*http.Request) { return header("Authorization", "Bearer "+token) }
+
+// from names the client's address as the edge proxy does.
+func from(addr string) func(*http.Request) { return header("X-Forwarded-For", addr) }
+
+// form encodes key/value pairs in order (repeats allowed).
+func form(kv ...string) string {
+	var b strings.Builder
+	for i := 0; i+1 < len(kv); i += 2 {
+		if b.Len() > 0 {
+			b.WriteByte('&')
+		}
+		b.WriteString(url.QueryEscape(kv[i]) + "=" + url.QueryEscape(kv[i+1]))
+	}
+	return b.String()
+}
+
+// grant is the minimal token request body.
+var grant = form("grant_type", "client_credentials")
+
+// accessToken returns the access_token of a 200 token answer.
+func accessToken(t testing.TB, r reply) string {
+	t.Helper()
+	var got struct {
+		AccessToken string `json:"access_token"`
+	}
+	if r.Status != http.StatusOK || json.Unmarshal(r.Body, &got) != nil || !strings.HasPrefix(got.AccessToken, accesstoken.Prefix) {
+		t.Fatalf("not a token answer: %d %s", r.Status, r.Body)
+	}
+	return got.AccessToken
+}
+
+// keysUnder lists every key under prefix.
+func keysUnder(t testing.TB, rdb redis.UniversalClient, prefix string) []string {
+	t.Helper()
+	var keys []string
+	ctx := context.Background()
+	scan := func(ctx context.Context, c *redis.Client) error {
+		iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+		for iter.Next(ctx) {
+			keys = append(keys, iter.Val())
+		}
+		return iter.Err()
+	}
+	var err error
+	switch c := rdb.(type) {
+	case *redis.ClusterClient:
+		var mu sync.Mutex
+		err = c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+			mu.Lock()
+			defer mu.Unlock()
+			return scan(ctx, n)
+		})
+	case *redis.Client:
+		err = scan(ctx, c)
+	default:
+		err = errors.New("unsupported Redis client")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keys
+}
