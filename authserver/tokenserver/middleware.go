@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"sync"
 	"time"
@@ -87,7 +88,7 @@ func (r *statusRecorder) Write(b []byte) (int, error) {
 // authentications, without looking at its request: the flood costs neither
 // a digest nor a Redis round trip. It reports whether it answered.
 func (s *Server) blocked(ctx context.Context, w http.ResponseWriter, r *http.Request) bool {
-	addr := s.cfg.Trust.Of(r).String()
+	addr := limitKey(s.cfg.Trust.Of(r))
 	until, ok := s.blocks.Get(addr)
 	if !ok {
 		return false
@@ -110,7 +111,7 @@ func (s *Server) blocked(ctx context.Context, w http.ResponseWriter, r *http.Req
 // address (shared by every replica through Redis); past the limit, this
 // replica refuses the address's requests until the window lets it in again.
 func (s *Server) countFailure(ctx context.Context, r *http.Request) {
-	addr := s.cfg.Trust.Of(r).String()
+	addr := limitKey(s.cfg.Trust.Of(r))
 	d, err := s.failures.Allow(ctx, s.cfg.KeyPrefix+"{authfail:"+addr+"}")
 	if err != nil {
 		s.log.WarnContext(ctx, "count failed authentication", "err", err)
@@ -131,4 +132,15 @@ func (s *Server) rateClock() time.Time {
 		return s.cfg.RateNow()
 	}
 	return time.Now()
+}
+
+// limitKey is what the per-address limit counts: an IPv4 address, or the /64
+// network of an IPv6 one, since a single IPv6 host usually holds a whole /64
+// and could otherwise step to a fresh address for every attempt.
+func limitKey(a netip.Addr) string {
+	if a.Is6() && !a.Is4In6() {
+		p, _ := a.Prefix(64)
+		return p.String()
+	}
+	return a.Unmap().String()
 }

@@ -3,6 +3,7 @@ package tokenserver
 import (
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"regexp"
 	"strings"
 	"testing"
@@ -108,5 +109,19 @@ func TestPanicRecovery(t *testing.T) {
 	}
 	if logs := e.logs.String(); !strings.Contains(logs, `"msg":"panic"`) || !strings.Contains(logs, `"status":500`) {
 		t.Errorf("panic not logged:\n%s", logs)
+	}
+}
+
+func TestLimitKey(t *testing.T) {
+	for in, want := range map[string]string{
+		"203.0.113.7":          "203.0.113.7",
+		"::ffff:203.0.113.7":   "203.0.113.7",
+		"2001:db8:1:2:3:4:5:6": "2001:db8:1:2::/64",
+		"2001:db8:1:2:ffff::1": "2001:db8:1:2::/64",
+		"2001:db8:1:3::1":      "2001:db8:1:3::/64",
+	} {
+		if got := limitKey(netip.MustParseAddr(in)); got != want {
+			t.Errorf("limitKey(%s) = %s, want %s", in, got, want)
+		}
 	}
 }
