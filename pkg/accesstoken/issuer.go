@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lestrrat-go/jwx/v3/jws"
+	"github.com/lestrrat-go/jwx/v3/jws/jwsbb"
 )
+
+// maxSigLen sizes the token buffer: Ed25519 and ES256 signatures are 64 bytes.
+const maxSigLen = 64
 
 // Lifetime of every access token (spec: Limits, 3600 seconds).
 const Lifetime = 3600 * time.Second
@@ -18,20 +21,27 @@ type Issuer struct {
 	keys     *KeySet
 	issuer   string
 	audience string
-	headers  jws.Headers
+	// header is the protected JOSE header, the same for every token, encoded
+	// once: jws.Sign would rebuild and re-encode it for each token.
+	header []byte
+}
+
+// joseHeader is the protected header of every token (RFC 7515 section 4,
+// RFC 9068 section 2.1).
+type joseHeader struct {
+	Alg string `json:"alg"`
+	Kid string `json:"kid"`
+	Typ string `json:"typ"`
 }
 
 // NewIssuer returns an Issuer for tokens with the given "iss" and "aud".
 func NewIssuer(keys *KeySet, issuer, audience string) (*Issuer, error) {
-	h := jws.NewHeaders()
-	if err := h.Set(jws.KeyIDKey, keys.signer.kid); err != nil {
-		return nil, fmt.Errorf("set kid: %w", err)
-	}
 	// RFC 9068 section 2.1: "typ" MUST be "at+jwt".
-	if err := h.Set(jws.TypeKey, TypeHeader); err != nil {
-		return nil, fmt.Errorf("set typ: %w", err)
+	h, err := json.Marshal(joseHeader{Alg: keys.signer.alg.String(), Kid: keys.signer.kid, Typ: TypeHeader})
+	if err != nil {
+		return nil, fmt.Errorf("encode header: %w", err)
 	}
-	return &Issuer{keys: keys, issuer: issuer, audience: audience, headers: h}, nil
+	return &Issuer{keys: keys, issuer: issuer, audience: audience, header: h}, nil
 }
 
 // Grant is what a token is issued for.
@@ -64,10 +74,15 @@ func (is *Issuer) Issue(g Grant) (string, Claims, error) {
 	if err != nil {
 		return "", Claims{}, fmt.Errorf("encode claims: %w", err)
 	}
+	// jwx's JWS building blocks (RFC 7515 section 5.1): the signing input,
+	// its signature by the key's algorithm, the compact serialization.
 	s := is.keys.signer
-	signed, err := jws.Sign(payload, jws.WithKey(s.alg, s.key, jws.WithProtectedHeaders(is.headers)))
+	buf := make([]byte, 0, base64.RawURLEncoding.EncodedLen(len(is.header))+base64.RawURLEncoding.EncodedLen(len(payload))+base64.RawURLEncoding.EncodedLen(maxSigLen)+2)
+	input := jwsbb.SignBuffer(buf, is.header, payload, base64.RawURLEncoding, true)
+	sig, err := jwsbb.Sign(s.key, s.alg.String(), input, nil)
 	if err != nil {
 		return "", Claims{}, fmt.Errorf("sign token: %w", err)
 	}
+	signed := jwsbb.AppendSignature(input, sig, base64.RawURLEncoding)
 	return Prefix + string(signed), c, nil
 }
