@@ -3,6 +3,8 @@ package tokenserver
 import (
 	"log/slog"
 	"net/http"
+
+	"github.com/partnerapi/authplatform/pkg/accesstoken"
 )
 
 // introspection is an active token's description (RFC 7662 section 2.2).
@@ -55,17 +57,11 @@ func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 		s.tokenError(ctx, w, r, req.Client, invalidRequest("token is required"))
 		return
 	}
-	claims, err := s.verifier.Verify(req.Params.Get("token"))
-	if err != nil || claims.ClientID != cred.ClientID {
-		writeJSON(w, http.StatusOK, noStore(), inactive)
-		return
-	}
-	ok, err := s.reg.InGoodStanding(ctx, claims.ClientID, claims.Generation)
-	if err != nil {
-		s.tokenError(ctx, w, r, req.Client, err)
-		return
-	}
-	if !ok {
+	// The caller's own credential, read and matched above, is active; its
+	// token is live exactly when it carries the same credential generation
+	// (a rotation or revocation raised it), so no second read is needed.
+	claims, err := s.verify(req.Params.Get("token"))
+	if err != nil || claims.ClientID != cred.ClientID || claims.Generation != cred.Generation {
 		writeJSON(w, http.StatusOK, noStore(), inactive)
 		return
 	}
@@ -74,4 +70,24 @@ func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 		Exp: claims.ExpiresAt, Iat: claims.IssuedAt, Sub: claims.Subject, Aud: claims.Audience,
 		Iss: claims.Issuer, Jti: claims.ID,
 	})
+}
+
+// verify checks a token, caching verified signatures: a resource server that
+// introspects does so for the same token on every request for up to an hour.
+// Time is checked on every use; the token service's keys do not change while
+// it runs, so a cached signature stays valid until the token expires.
+func (s *Server) verify(token string) (*accesstoken.Claims, error) {
+	if c, ok := s.verified.Get(token); ok {
+		if err := s.verifier.CheckTime(c); err != nil {
+			s.verified.Remove(token)
+			return nil, err
+		}
+		return c, nil
+	}
+	c, err := s.verifier.Verify(token)
+	if err != nil {
+		return nil, err
+	}
+	s.verified.Add(token, c)
+	return c, nil
 }

@@ -38,6 +38,9 @@ type Config struct {
 	KeyPrefix string
 }
 
+// verifiedCacheSize bounds the introspection cache of verified tokens.
+const verifiedCacheSize = 10000
+
 // DefaultFailuresPerMinute is the per-address limit of failed client
 // authentications.
 const DefaultFailuresPerMinute = 60
@@ -74,6 +77,7 @@ type Server struct {
 	reg      registry
 	oauth    *server.Server
 	verifier *accesstoken.Verifier
+	verified *lru.Cache[string, *accesstoken.Claims]
 	failures *ratelimit.Limiter
 	blocks   *lru.Cache[string, time.Time]
 	ready    func(ctx context.Context) error
@@ -112,10 +116,15 @@ func NewServer(logger *slog.Logger, cfg Config, deps Deps) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	verified, err := lru.New[string, *accesstoken.Claims](verifiedCacheSize)
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{
 		log: logger, cfg: cfg, reg: deps.Registry,
 		oauth:    newOAuth(deps.Registry, issuer, cfg),
 		verifier: accesstoken.NewVerifier(accesstoken.StaticKeys{Set: deps.Keys.Public()}, cfg.Issuer, cfg.Audience, cfg.Now),
+		verified: verified,
 		failures: ratelimit.NewLimiter(deps.Redis, cfg.FailuresPerMinute, time.Minute, cfg.RateNow), blocks: blocks, ready: deps.Ready, jwks: jwks, meta: meta,
 	}
 	s.mux = s.middleware(newRouter(s.routes()))

@@ -21,7 +21,6 @@ import (
 type registry interface {
 	Credential(ctx context.Context, id string) (*clients.Credential, error)
 	AdmitToken(ctx context.Context, id string, generation int64, now func() time.Time) (clients.TokenAdmission, error)
-	InGoodStanding(ctx context.Context, id string, generation int64) (bool, error)
 }
 
 // maxScopeTokens bounds the scopes one request may name; there are four.
