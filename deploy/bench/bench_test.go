@@ -1,0 +1,104 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestQuickRun runs the whole harness in its CI setting (--quick: 2 s runs,
+// one repetition, concurrency 8, registries of 1, 100 and 1,000 clients,
+// load over up to 100) and expects a row for every scenario at every size,
+// every request answered 2xx, and a verdict for every target. Under CI=true a missing wrk or
+// redis-server fails the test; elsewhere it is skipped.
+func TestQuickRun(t *testing.T) {
+	for _, tl := range requiredTools {
+		if _, err := exec.LookPath(tl.command); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("%s is not installed (CI=true): apt-get install -y %s", tl.command, tl.pkg)
+			}
+			t.Skipf("%s is not installed: apt-get install -y %s", tl.command, tl.pkg)
+		}
+	}
+	if testing.Short() {
+		t.Skip("-short: the quick load run takes about 45 s")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	outFile := t.TempDir() + "/results.md"
+	var stdout, stderr bytes.Buffer
+	err := run(ctx, []string{"bench", "--quick", "--out", outFile}, os.Getenv, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("run: %v\nstderr:\n%s", err, stderr.String())
+	}
+	saved, err := os.ReadFile(outFile)
+	if err != nil || !bytes.Equal(saved, stdout.Bytes()) {
+		t.Errorf("--out file differs from stdout (err %v)", err)
+	}
+	table := section(stdout.String(), "## Results", "## Targets")
+	for _, size := range []string{"1", "100", "1,000"} {
+		for _, sc := range scenarioOrder {
+			row := findRow(table, scenarioLabels[sc], size)
+			if row == nil {
+				t.Errorf("no result row for %s at %s clients in:\n%s", sc, size, table)
+				continue
+			}
+			// Columns: scenario, clients, req/s, p50, p99, p99.9, non-2xx, socket errors, ...
+			if len(row) != 14 {
+				t.Errorf("%s at %s: %d columns, want 14: %q", sc, size, len(row), row)
+				continue
+			}
+			if row[6] != "0" || row[7] != "0" {
+				t.Errorf("%s at %s: %s non-2xx and %s socket errors, want none", sc, size, row[6], row[7])
+			}
+			if row[2] == "0" {
+				t.Errorf("%s at %s: no successful request", sc, size)
+			}
+		}
+	}
+	targets := section(stdout.String(), "## Targets", "## Every run")
+	for _, want := range []string{"/me req/s", "/me p99", "token req/s", "token p99", "introspect req/s",
+		"authserver peak RSS", "resourceserver peak RSS", "every request succeeded",
+		"me CPU/req (server + Redis) flat in registry size, load over 100 client(s) at both",
+		"token CPU/req (server + Redis) flat in registry size, load over 100 client(s) at both"} {
+		if !strings.Contains(targets, "| "+want) {
+			t.Errorf("targets table lacks %q:\n%s", want, targets)
+		}
+	}
+	if row := findRow(targets, "every request succeeded", "all"); row == nil || row[4] != "PASS" {
+		t.Errorf("requests failed: %q", row)
+	}
+	if t.Failed() {
+		t.Logf("report:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	}
+}
+
+// section is the text of s from the line starting with from up to the one
+// starting with to.
+func section(s, from, to string) string {
+	_, after, _ := strings.Cut(s, "\n"+from)
+	before, _, _ := strings.Cut(after, "\n"+to)
+	return before
+}
+
+// findRow returns the cells of the Markdown table row whose first cell
+// starts with first and whose second cell is second.
+func findRow(table, first, second string) []string {
+	for _, line := range strings.Split(table, "\n") {
+		if !strings.HasPrefix(line, "| ") {
+			continue
+		}
+		cells := strings.Split(strings.Trim(line, "|"), "|")
+		for i := range cells {
+			cells[i] = strings.TrimSpace(cells[i])
+		}
+		if len(cells) > 1 && strings.HasPrefix(cells[0], first) && cells[1] == second {
+			return cells
+		}
+	}
+	return nil
+}

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// config is the harness's configuration, from flags.
+type config struct {
+	// Concurrency is the number of open connections wrk keeps busy.
+	Concurrency int
+	// Threads is wrk's thread count.
+	Threads int
+	// Duration is each measured run; Warmup runs before it, unmeasured.
+	Duration time.Duration
+	Warmup   time.Duration
+	// Reps is how many times every scenario is measured; medians are reported.
+	Reps int
+	// Sizes are the numbers of clients in Redis at which the scenarios run,
+	// ascending: the registry is grown from one size to the next.
+	Sizes []int
+	// LoadClients is how many clients the load is spread over (at most the
+	// size): their credentials and tokens rotate in wrk's requests.
+	LoadClients int
+	// Out is a file to write the Markdown report to as well as stdout.
+	Out string
+	// AuthserverBin and ResourceserverBin are prebuilt binaries to measure
+	// instead of building the module's.
+	AuthserverBin     string
+	ResourceserverBin string
+	// LogLevel is the servers' LOG_LEVEL ("": their default, info); their
+	// logs go to files in the work directory.
+	LogLevel string
+	// Install lets the harness apt-get install a missing wrk or redis-server.
+	Install bool
+	// Keep leaves the work directory (logs, data files) in place.
+	Keep bool
+	// Quick is the CI setting: short runs on a small registry.
+	Quick bool
+	// Scenarios are the scenarios to run, in the table's order (default:
+	// all of them).
+	Scenarios []string
+}
+
+// quickSettings are what --quick changes, unless a flag says otherwise.
+var quickSettings = map[string]string{
+	"concurrency": "8", "duration": "2s", "warmup": "0s", "reps": "1", "clients": "1,100,1000", "load-clients": "100",
+}
+
+func parseConfig(args []string) (config, error) {
+	var cfg config
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.IntVar(&cfg.Concurrency, "concurrency", 64, "open connections kept busy")
+	fs.IntVar(&cfg.Threads, "threads", 2, "wrk threads")
+	fs.DurationVar(&cfg.Duration, "duration", 20*time.Second, "measured time of each run")
+	fs.DurationVar(&cfg.Warmup, "warmup", 2*time.Second, "unmeasured load before each run")
+	fs.IntVar(&cfg.Reps, "reps", 3, "repetitions of every scenario (medians are reported)")
+	sizes := fs.String("clients", "1,1000,100000", "comma-separated numbers of clients in Redis, ascending")
+	fs.IntVar(&cfg.LoadClients, "load-clients", 1000, "clients the load is spread over (at most the registry size)")
+	fs.StringVar(&cfg.Out, "out", "", "also write the Markdown report to this file")
+	fs.StringVar(&cfg.AuthserverBin, "authserver-bin", "", "prebuilt authserver to measure (default: build ./authserver)")
+	fs.StringVar(&cfg.ResourceserverBin, "resourceserver-bin", "", "prebuilt resourceserver to measure (default: build ./resourceserver)")
+	fs.StringVar(&cfg.LogLevel, "log-level", "", "the servers' LOG_LEVEL (default: theirs, info)")
+	fs.BoolVar(&cfg.Install, "install", false, "apt-get install wrk and redis-server when missing")
+	fs.BoolVar(&cfg.Keep, "keep", false, "keep the work directory (logs, wrk scripts and data)")
+	fs.BoolVar(&cfg.Quick, "quick", false, "CI setting: "+quickSummary())
+	only := fs.String("scenarios", strings.Join(scenarioOrder, ","), "comma-separated scenarios to run (for profiling one endpoint)")
+	if err := fs.Parse(args); err != nil {
+		return config{}, err
+	}
+	if fs.NArg() > 0 {
+		return config{}, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if cfg.Quick {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		for name, v := range quickSettings {
+			if !set[name] {
+				if err := fs.Set(name, v); err != nil {
+					return config{}, err
+				}
+			}
+		}
+	}
+	var err error
+	if cfg.Sizes, err = parseSizes(*sizes); err != nil {
+		return config{}, err
+	}
+	if cfg.Scenarios, err = parseScenarios(*only); err != nil {
+		return config{}, err
+	}
+	return cfg, cfg.Validate()
+}
+
+func quickSummary() string {
+	keys := make([]string, 0, len(quickSettings))
+	for k := range quickSettings {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = "--" + k + " " + quickSettings[k]
+	}
+	return strings.Join(parts, " ")
+}
+
+func parseSizes(s string) ([]int, error) {
+	var sizes []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return nil, fmt.Errorf("--clients: %q is not a whole number", f)
+		}
+		sizes = append(sizes, n)
+	}
+	return sizes, nil
+}
+
+// parseScenarios reads a list of scenario names and returns them in the
+// table's order.
+func parseScenarios(s string) ([]string, error) {
+	want := map[string]bool{}
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if !slices.Contains(scenarioOrder, f) {
+			return nil, fmt.Errorf("--scenarios: unknown %q (known: %s)", f, strings.Join(scenarioOrder, ", "))
+		}
+		want[f] = true
+	}
+	var out []string
+	for _, sc := range scenarioOrder {
+		if want[sc] {
+			out = append(out, sc)
+		}
+	}
+	return out, nil
+}
+
+// Validate reports every problem at once.
+func (c config) Validate() error {
+	var errs []error
+	if c.Threads < 1 {
+		errs = append(errs, errors.New("--threads must be at least 1"))
+	}
+	if c.Concurrency < c.Threads {
+		errs = append(errs, errors.New("--concurrency must be at least --threads (wrk gives each thread its share)"))
+	}
+	if c.Duration < time.Second {
+		errs = append(errs, errors.New("--duration must be at least 1s"))
+	}
+	if c.Warmup < 0 {
+		errs = append(errs, errors.New("--warmup must not be negative"))
+	}
+	if c.Reps < 1 {
+		errs = append(errs, errors.New("--reps must be at least 1"))
+	}
+	if c.LoadClients < 1 {
+		errs = append(errs, errors.New("--load-clients must be at least 1"))
+	}
+	for i, n := range c.Sizes {
+		if n < 1 || n > 1_000_000 {
+			errs = append(errs, fmt.Errorf("--clients: %d must be 1-1000000", n))
+		}
+		if i > 0 && n <= c.Sizes[i-1] {
+			errs = append(errs, errors.New("--clients must be ascending"))
+		}
+	}
+	if len(c.Sizes) == 0 {
+		errs = append(errs, errors.New("--clients needs at least one size"))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,31 @@
+// Command bench is the load harness of the platform: on one machine and in
+// one run it starts a real redis-server on a free port, builds and starts
+// the authserver, the resourceserver and a ceiling server (package
+// ceiling: a bare Gin handler and a Gin handler making one Redis round
+// trip), creates clients with rate limits high enough never to refuse, and
+// drives each endpoint with wrk at a fixed concurrency:
+//
+//   - token:      POST /api/v1/oauth/token/ (HTTP Basic, rotating over clients)
+//   - me:         GET  /api/v1/me/ (bearer tokens, rotating over clients)
+//   - introspect: POST /api/v1/oauth/introspect/ (each client its own token)
+//   - bare:       the ceiling's GET /bare, a fixed body as long as /me's
+//   - redis:      the ceiling's GET /redis, one EVALSHA, then the same body
+//
+// It repeats every scenario, at every registry size (the number of clients
+// in Redis), and prints a Markdown table of medians: successful requests per
+// second, latency percentiles, errors, CPU time per request of the server and
+// of Redis, peak RSS, the ratios to the two ceilings, and PASS or MISS per
+// target of the performance issue.
+//
+//	go run ./deploy/bench [--concurrency 64] [--duration 20s] [--reps 3]
+//	                      [--clients 1,100000] [--out FILE] [--quick]
+//
+// The report also lists every run with its "machine share", the fraction
+// of the machine's CPU that the server, Redis and wrk got: on a shared
+// machine a low share marks a run disturbed by other work.
+//
+// It needs redis-server and wrk (Debian packages redis-server and wrk);
+// --install runs apt-get for whichever is missing. RESULTS.md holds the
+// last full run on the development machine; PROFILES.md what bounds each
+// endpoint, from CPU profiles under this load.
+package main

@@ -1,0 +1,451 @@
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/partnerapi/authplatform/pkg/clients"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args, os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench: "+err.Error())
+		os.Exit(1)
+	}
+}
+
+// audience is the token audience the servers are started with.
+const audience = "partner-api"
+
+// run is the whole harness; main only supplies the process's environment.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cfg, err := parseConfig(args[1:])
+	if err != nil {
+		return err
+	}
+	logf := func(format string, a ...any) { fmt.Fprintf(stderr, "bench: "+format+"\n", a...) }
+	if err := ensureTools(ctx, cfg.Install, stderr); err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "bench-")
+	if err != nil {
+		return err
+	}
+	if cfg.Keep {
+		logf("work directory (kept): %s", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
+
+	logf("building the servers and the ceiling")
+	bins, err := build(ctx, cfg, dir)
+	if err != nil {
+		return err
+	}
+	scripts, err := writeScripts(dir)
+	if err != nil {
+		return err
+	}
+	st := &stack{cfg: cfg, dir: dir, bins: bins, logf: logf}
+	defer st.stop()
+	if err := st.start(ctx); err != nil {
+		return err
+	}
+
+	machine := describeMachine(ctx)
+	rep := report{Machine: machine, CPUs: runtime.NumCPU(), Settings: []string{
+		fmt.Sprintf("Load: wrk, %d connections over %d threads, %s per run after %s of warm-up, %d repetition(s), interleaved; spread over up to %s clients (tokens fetched beforehand)",
+			cfg.Concurrency, cfg.Threads, wholeSeconds(cfg.Duration), wholeSeconds(cfg.Warmup), cfg.Reps, fmtInt(int64(cfg.LoadClients))),
+		"Command: " + commandLine(args),
+		"Servers: authserver, resourceserver and ceiling as separate processes on 127.0.0.1, LOG_LEVEL=" + cmp.Or(cfg.LogLevel, "(default: info)") + ", logs to files; one redis-server without persistence; wrk on the same machine",
+	}}
+	for _, size := range cfg.Sizes {
+		if err := st.reg.grow(ctx, size); err != nil {
+			return err
+		}
+		load, err := st.reg.loadSet(ctx, cfg.LoadClients)
+		if err != nil {
+			return err
+		}
+		info := redisInfo(ctx, st.rdb)
+		rep.Registry = append(rep.Registry, fmt.Sprintf("Registry of %s client(s): %s; load spread over %s of them", fmtInt(int64(size)), info, fmtInt(int64(len(load)))))
+		logf("registry of %d clients (%s); load over %d", size, info, len(load))
+		data, err := writeData(dir, size, load)
+		if err != nil {
+			return err
+		}
+		if err := st.probe(ctx, load[0]); err != nil {
+			return err
+		}
+		for r := 1; r <= cfg.Reps; r++ {
+			for _, sc := range cfg.Scenarios {
+				m, err := st.measure(ctx, sc, size, r, scripts, data)
+				if err != nil {
+					return err
+				}
+				rep.Runs = append(rep.Runs, m)
+				logf("%-10s clients=%-7d rep %d: %8.0f req/s  p50 %-9s p99 %-9s p99.9 %-9s errors %d  server %s/req  redis %s/req  rss %s  machine share %s",
+					sc, size, r, m.Wrk.Throughput(), fmtDur(m.Wrk.P50), fmtDur(m.Wrk.P99), fmtDur(m.Wrk.P999), m.Wrk.Status+m.Wrk.SocketErrors(),
+					fmtDur(perRequest(m.ServerCPU, m.Wrk.Requests)), fmtDur(perRequest(m.RedisCPU, m.Wrk.Requests)), fmtBytes(m.PeakRSS),
+					fmtPct(m.MachineShare(rep.CPUs)))
+			}
+		}
+	}
+	rep.Machine = append(rep.Machine, "Load average at the end: "+loadAverage())
+
+	var out strings.Builder
+	rep.write(&out, cfg)
+	if _, err := io.WriteString(stdout, out.String()); err != nil {
+		return err
+	}
+	if cfg.Out != "" {
+		if err := os.WriteFile(cfg.Out, []byte(out.String()), 0o644); err != nil {
+			return err
+		}
+		logf("wrote %s", cfg.Out)
+	}
+	return nil
+}
+
+func wholeSeconds(d time.Duration) string {
+	return strconv.Itoa(int((d+time.Second-1)/time.Second)) + " s"
+}
+
+func commandLine(args []string) string {
+	if len(args) <= 1 {
+		return "go run ./deploy/bench"
+	}
+	return "go run ./deploy/bench " + strings.Join(args[1:], " ")
+}
+
+// stack is the processes under test and what talks to them.
+type stack struct {
+	cfg  config
+	dir  string
+	bins binaries
+	logf func(string, ...any)
+
+	redis, auth, resource, ceiling *process
+	redisURL                       string
+	authURL, resourceURL, ceilURL  string
+	rdb                            redis.UniversalClient
+	reg                            *registry
+	http                           *http.Client
+}
+
+// start starts Redis, the authserver with fresh keys, the first client,
+// the resourceserver and, with a real /me body, the ceiling.
+func (s *stack) start(ctx context.Context) error {
+	var err error
+	s.http = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 32}}
+	if s.redis, s.redisURL, err = startRedis(ctx, s.dir); err != nil {
+		return err
+	}
+	// The harness's own client gets generous timeouts: its scans and bulk
+	// writes run on a machine under load, where the servers' 1 s would
+	// fail them.
+	opt, err := redis.ParseURL(s.redisURL)
+	if err != nil {
+		return err
+	}
+	opt.ReadTimeout, opt.WriteTimeout, opt.PoolSize = 30*time.Second, 30*time.Second, 64
+	s.rdb = redis.NewClient(opt)
+	keys := filepath.Join(s.dir, "keys.json")
+	if out, err := exec.CommandContext(ctx, s.bins.auth, "keys", "generate", "--out", keys).CombinedOutput(); err != nil {
+		return fmt.Errorf("authserver keys generate: %w: %s", err, out)
+	}
+	env := []string{"REDIS_URL=" + s.redisURL}
+	if s.cfg.LogLevel != "" {
+		env = append(env, "LOG_LEVEL="+s.cfg.LogLevel)
+	}
+
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	s.authURL = "http://127.0.0.1:" + strconv.Itoa(port)
+	if s.auth, err = startProcess("authserver", s.dir, s.bins.auth, []string{"serve",
+		"--addr", "127.0.0.1:" + strconv.Itoa(port), "--keys", keys, "--issuer", s.authURL, "--audience", audience}, env); err != nil {
+		return err
+	}
+	if err := waitHTTP(ctx, s.auth, s.authURL+"/readyz"); err != nil {
+		return err
+	}
+	s.reg = &registry{
+		authBin: s.bins.auth, redisURL: s.redisURL, store: clients.NewStore(s.rdb, "", nil), http: s.http,
+		tokenURL: s.authURL + "/api/v1/oauth/token/", log: s.logf,
+		boosted: map[string]bool{}, tokens: map[string]string{},
+	}
+	if err := s.reg.grow(ctx, 1); err != nil {
+		return err
+	}
+
+	if port, err = freePort(); err != nil {
+		return err
+	}
+	s.resourceURL = "http://127.0.0.1:" + strconv.Itoa(port)
+	if s.resource, err = startProcess("resourceserver", s.dir, s.bins.resource, []string{"serve",
+		"--addr", "127.0.0.1:" + strconv.Itoa(port), "--jwks-url", s.authURL + "/.well-known/jwks.json",
+		"--issuer", s.authURL, "--audience", audience}, env); err != nil {
+		return err
+	}
+	if err := waitHTTP(ctx, s.resource, s.resourceURL+"/readyz"); err != nil {
+		return err
+	}
+
+	// The ceiling answers a real /me body.
+	load, err := s.reg.loadSet(ctx, 1)
+	if err != nil {
+		return err
+	}
+	status, body, err := s.do(ctx, http.MethodGet, s.resourceURL+"/api/v1/me/", "Bearer "+load[0].Token, "")
+	if err != nil || status != http.StatusOK {
+		return fmt.Errorf("GET /api/v1/me/ with a fresh token: %d %s %v", status, body, err)
+	}
+	bodyFile := filepath.Join(s.dir, "me.json")
+	if err := os.WriteFile(bodyFile, body, 0o644); err != nil {
+		return err
+	}
+	if port, err = freePort(); err != nil {
+		return err
+	}
+	s.ceilURL = "http://127.0.0.1:" + strconv.Itoa(port)
+	if s.ceiling, err = startProcess("ceiling", s.dir, s.bins.ceiling, []string{
+		"--addr", "127.0.0.1:" + strconv.Itoa(port), "--body-file", bodyFile}, []string{"REDIS_URL=" + s.redisURL}); err != nil {
+		return err
+	}
+	return waitHTTP(ctx, s.ceiling, s.ceilURL+"/healthz")
+}
+
+func (s *stack) stop() {
+	for _, p := range []*process{s.ceiling, s.resource, s.auth} {
+		p.stop()
+	}
+	if s.rdb != nil {
+		s.rdb.Close()
+	}
+	s.redis.stop()
+}
+
+// do makes one request and returns its status and body.
+func (s *stack) do(ctx context.Context, method, url, auth, form string) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(form))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Authorization", auth)
+	if form != "" {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	resp, err := s.http.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return resp.StatusCode, body, err
+}
+
+// probe sends one request of every scenario, as wrk will, and checks the
+// answers, so that a misconfiguration fails here and not as a table of
+// errors.
+func (s *stack) probe(ctx context.Context, c client) error {
+	check := func(what string, status int, body []byte, err error, want func(map[string]any) bool) error {
+		if err != nil {
+			return fmt.Errorf("probe %s: %w", what, err)
+		}
+		var v map[string]any
+		if status != http.StatusOK || json.Unmarshal(body, &v) != nil || !want(v) {
+			return fmt.Errorf("probe %s: %d %s", what, status, body)
+		}
+		return nil
+	}
+	st, b, err := s.do(ctx, http.MethodPost, s.authURL+"/api/v1/oauth/token/", c.basic(), "grant_type=client_credentials")
+	if err := check("token", st, b, err, func(v map[string]any) bool { return v["access_token"] != nil }); err != nil {
+		return err
+	}
+	st, b, err = s.do(ctx, http.MethodGet, s.resourceURL+"/api/v1/me/", "Bearer "+c.Token, "")
+	if err := check("me", st, b, err, func(v map[string]any) bool { return v["client_id"] == c.ID }); err != nil {
+		return err
+	}
+	st, b, err = s.do(ctx, http.MethodPost, s.authURL+"/api/v1/oauth/introspect/", c.basic(), "token="+c.Token+"&token_type_hint=access_token")
+	if err := check("introspect", st, b, err, func(v map[string]any) bool { return v["active"] == true }); err != nil {
+		return err
+	}
+	for _, p := range []string{"/bare", "/redis"} {
+		st, b, err = s.do(ctx, http.MethodGet, s.ceilURL+p, "Bearer "+c.Token, "")
+		if err := check(p, st, b, err, func(map[string]any) bool { return true }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dataFiles are the wrk data files of one registry size, by scenario kind.
+type dataFiles map[string]string
+
+// writeData writes the load clients' credentials and tokens for wrk.
+func writeData(dir string, size int, load []client) (dataFiles, error) {
+	var token, me, intro strings.Builder
+	for _, c := range load {
+		token.WriteString(c.basic() + "\n")
+		me.WriteString(c.Token + "\n")
+		intro.WriteString(c.basic() + "\t" + c.Token + "\n")
+	}
+	files := dataFiles{}
+	for kind, content := range map[string]string{"token": token.String(), "me": me.String(), "introspect": intro.String()} {
+		p := filepath.Join(dir, fmt.Sprintf("%s-%d.dat", kind, size))
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			return nil, err
+		}
+		files[kind] = p
+	}
+	return files, nil
+}
+
+// measure runs one scenario: empty rate-limit logs, the server's peak RSS
+// reset, a warm-up, then the measured run with the CPU time of the server
+// and Redis read around it.
+func (s *stack) measure(ctx context.Context, sc string, size, rep int, scripts map[string]string, data dataFiles) (measurement, error) {
+	var (
+		proc       *process
+		base, path string
+		kind       = sc
+	)
+	switch sc {
+	case scToken:
+		proc, base, path = s.auth, s.authURL, "/api/v1/oauth/token/"
+	case scIntrospect:
+		proc, base, path = s.auth, s.authURL, "/api/v1/oauth/introspect/"
+	case scMe:
+		proc, base, path = s.resource, s.resourceURL, "/api/v1/me/"
+	case scBare, scRedis:
+		proc, base, path, kind = s.ceiling, s.ceilURL, "/"+sc, scMe
+	default:
+		return measurement{}, fmt.Errorf("unknown scenario %q", sc)
+	}
+	if err := clearRateLogs(ctx, s.rdb); err != nil {
+		return measurement{}, err
+	}
+	run := wrkRun{Script: scripts[kind], URL: base, Data: data[kind], Path: path, Threads: s.cfg.Threads, Connections: s.cfg.Concurrency}
+	m := measurement{Scenario: sc, Size: size, Rep: rep, PeakReset: resetPeakRSS(proc.pid())}
+	if s.cfg.Warmup > 0 {
+		warm := run
+		warm.Duration = s.cfg.Warmup
+		if _, _, _, err := warm.run(ctx); err != nil {
+			return measurement{}, err
+		}
+	}
+	run.Duration = s.cfg.Duration
+	logStart := proc.logSize()
+	cpu0, err1 := cpuTime(proc.pid())
+	rcpu0, err2 := cpuTime(s.redis.pid())
+	res, wrkCPU, out, err := run.run(ctx)
+	if err != nil {
+		return measurement{}, err
+	}
+	cpu1, err3 := cpuTime(proc.pid())
+	rcpu1, err4 := cpuTime(s.redis.pid())
+	rss, err5 := peakRSS(proc.pid())
+	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
+		return measurement{}, fmt.Errorf("read /proc of %s: %w", proc.name, err)
+	}
+	for _, p := range []*process{proc, s.redis} {
+		if p.exited() {
+			return measurement{}, fmt.Errorf("%s exited during the %s run:\n%s", p.name, sc, p.tail())
+		}
+	}
+	if err := os.WriteFile(filepath.Join(s.dir, fmt.Sprintf("wrk-%s-%d-%d.txt", sc, size, rep)), []byte(out), 0o644); err != nil {
+		return measurement{}, err
+	}
+	m.Wrk, m.WrkCPU = res, wrkCPU
+	if res.Status > 0 {
+		m.Errors = describeErrors(proc, logStart)
+	}
+	m.ServerCPU, m.RedisCPU, m.PeakRSS = cpu1-cpu0, rcpu1-rcpu0, rss
+	return m, nil
+}
+
+// describeMachine is the machine and tool description of the report.
+func describeMachine(ctx context.Context) []string {
+	firstLine := func(name string, args ...string) string {
+		// wrk --version exits 1 after printing its version: use the output.
+		out, _ := exec.CommandContext(ctx, name, args...).CombinedOutput()
+		if len(bytes.TrimSpace(out)) == 0 {
+			return name + " unknown"
+		}
+		l, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+		return l
+	}
+	model := "unknown"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
+	return []string{
+		"Date: " + time.Now().UTC().Format("2006-01-02 15:04 MST"),
+		fmt.Sprintf("Machine: %d CPUs (nproc), %s, Linux %s; load average at the start: %s",
+			runtime.NumCPU(), model, strings.TrimSpace(string(kernel)), loadAverage()),
+		"Go: " + firstLine("go", "version") + "; " + firstLine("redis-server", "--version") + "; " + firstLine("wrk", "--version"),
+	}
+}
+
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// describeErrors says which error statuses the server's access log shows
+// since offset, and the first warning it logged. The ceiling logs nothing.
+func describeErrors(p *process, offset int64) string {
+	counts, first := p.errorStatuses(offset)
+	if len(counts) == 0 && first == "" {
+		return "not in " + p.name + "'s log"
+	}
+	var parts []string
+	for _, st := range slices.Sorted(maps.Keys(counts)) {
+		parts = append(parts, fmt.Sprintf("%d x%d", st, counts[st]))
+	}
+	desc := p.name + " answered " + strings.Join(parts, ", ")
+	if first != "" {
+		if len(first) > 300 {
+			first = first[:300] + "..."
+		}
+		desc += "; first warning: `" + first + "`"
+	}
+	return desc
+}

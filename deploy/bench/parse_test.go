@@ -1,0 +1,129 @@
+package main
+
+import (
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseWrk(t *testing.T) {
+	out := "Running 2s test @ http://127.0.0.1:1\n  Latency Distribution\n     50%  1.00ms\n" +
+		"BENCH_RESULT requests=1000 duration_us=2000000 status=3 connect=1 read=2 write=0 timeout=4 p50_us=100 p99_us=900 p999_us=1500 max_us=2000\n"
+	got, err := parseWrk(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := wrkResult{Requests: 1000, Duration: 2 * time.Second, Status: 3, Connect: 1, Read: 2, Timeout: 4,
+		P50: 100 * time.Microsecond, P99: 900 * time.Microsecond, P999: 1500 * time.Microsecond, Max: 2 * time.Millisecond}
+	if got != want {
+		t.Errorf("parseWrk = %+v, want %+v", got, want)
+	}
+	if got.OK() != 997 || got.Throughput() != 498.5 || got.SocketErrors() != 7 {
+		t.Errorf("OK %d, throughput %v, socket errors %d", got.OK(), got.Throughput(), got.SocketErrors())
+	}
+	for _, bad := range []string{"no result", "BENCH_RESULT requests=1", "BENCH_RESULT requests=x duration_us=1"} {
+		if _, err := parseWrk(bad); err == nil {
+			t.Errorf("parseWrk(%q) succeeded", bad)
+		}
+	}
+}
+
+func TestParseProc(t *testing.T) {
+	// A command name with spaces and parentheses; utime 150, stime 50 ticks.
+	stat := "1234 (a b) c) S 1 1234 1234 0 -1 4194560 100 0 0 0 150 50 0 0 20 0 8 0 100 0 0\n"
+	d, err := parseStatCPU([]byte(stat))
+	if err != nil || d != 2*time.Second {
+		t.Errorf("parseStatCPU = %v, %v; want 2s", d, err)
+	}
+	n, err := parseVmHWM(strings.NewReader("Name:\tx\nVmPeak:\t  9000 kB\nVmHWM:\t    2048 kB\nVmRSS:\t 1024 kB\n"))
+	if err != nil || n != 2<<20 {
+		t.Errorf("parseVmHWM = %d, %v; want 2 MiB", n, err)
+	}
+}
+
+func TestMedianAndFormat(t *testing.T) {
+	if m := median([]float64{3, 1, 2}); m != 2 {
+		t.Errorf("median odd = %v", m)
+	}
+	if m := median([]time.Duration{4, 1, 3, 2}); m != 2 {
+		t.Errorf("median even = %v (mean of the middle two, truncated)", m)
+	}
+	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 100000: "100,000", 1234567: "1,234,567"} {
+		if got := fmtInt(n); got != want {
+			t.Errorf("fmtInt(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+func TestConfig(t *testing.T) {
+	cfg, err := parseConfig(nil)
+	if err != nil || cfg.Concurrency != 64 || cfg.Duration != 20*time.Second || cfg.Reps != 3 || !slices.Equal(cfg.Sizes, []int{1, 1000, 100000}) || cfg.LoadClients != 1000 {
+		t.Errorf("defaults = %+v, %v", cfg, err)
+	}
+	cfg, err = parseConfig([]string{"--quick", "--concurrency", "16"})
+	if err != nil || cfg.Concurrency != 16 || cfg.Duration != 2*time.Second || cfg.Reps != 1 || !slices.Equal(cfg.Sizes, []int{1, 100, 1000}) || cfg.LoadClients != 100 {
+		t.Errorf("--quick --concurrency 16 = %+v, %v", cfg, err)
+	}
+	_, err = parseConfig([]string{"--clients", "10,5", "--reps", "0", "--concurrency", "1"})
+	if err == nil || !strings.Contains(err.Error(), "ascending") || !strings.Contains(err.Error(), "--reps") || !strings.Contains(err.Error(), "--concurrency") {
+		t.Errorf("bad flags: %v, want every problem reported", err)
+	}
+}
+
+// TestSummarizePairsRatiosByRepetition: each repetition's ratio to the
+// ceilings uses that repetition's ceiling runs, and the medians of those
+// ratios are reported; errors are summed and peak RSS is the largest.
+func TestSummarizePairsRatiosByRepetition(t *testing.T) {
+	run := func(sc string, rep int, ok int64, p99 time.Duration, rss int64) measurement {
+		return measurement{Scenario: sc, Size: 1, Rep: rep, PeakRSS: rss, PeakReset: true,
+			Wrk: wrkResult{Requests: ok + 1, Status: 1, Duration: time.Second, P99: p99}}
+	}
+	ms := []measurement{
+		// A quiet repetition, then one where the machine was busy for all.
+		run(scBare, 1, 40000, time.Millisecond, 10), run(scRedis, 1, 20000, 2*time.Millisecond, 10), run(scMe, 1, 16000, 3*time.Millisecond, 30),
+		run(scBare, 2, 10000, time.Millisecond, 10), run(scRedis, 2, 5000, 2*time.Millisecond, 10), run(scMe, 2, 4000, 3*time.Millisecond, 20),
+	}
+	ss := summarize(ms)
+	me, ok := find(ss, scMe, 1)
+	if !ok {
+		t.Fatal("no me summary")
+	}
+	// Medians of unpaired req/s would give 10000/12500 = 80%; paired: 80% both times.
+	if me.VsRedis != 0.8 || me.VsBare != 0.4 || me.P99VsRedis != 1.5 {
+		t.Errorf("ratios: vs redis %v, vs bare %v, p99 vs redis %v; want 0.8, 0.4, 1.5", me.VsRedis, me.VsBare, me.P99VsRedis)
+	}
+	if me.Non2xx != 2 || me.PeakRSS != 30 || me.Throughput != 10000 {
+		t.Errorf("non-2xx %d (want 2, summed), peak RSS %d (want 30, the largest), req/s %v (want 10000)", me.Non2xx, me.PeakRSS, me.Throughput)
+	}
+	ts := evaluate(ss, []int{1}, 1000)
+	var errRow *target
+	for i := range ts {
+		if strings.HasPrefix(ts[i].What, "every request succeeded") {
+			errRow = &ts[i]
+		}
+	}
+	if errRow == nil || errRow.Pass {
+		t.Errorf("errors target = %+v, want a MISS for 6 non-2xx answers", errRow)
+	}
+}
+
+func TestErrorStatusesFromTheAccessLog(t *testing.T) {
+	dir := t.TempDir()
+	p := &process{name: "authserver", log: dir + "/authserver.log"}
+	before := `{"level":"INFO","msg":"request","status":503}` + "\n"
+	after := `{"level":"INFO","msg":"request","status":200}` + "\n" +
+		`{"level":"WARN","msg":"redis","err":"i/o timeout"}` + "\n" +
+		`{"level":"INFO","msg":"request","status":503}` + "\n" +
+		`{"level":"INFO","msg":"request","status":503}` + "\n" +
+		`{"level":"INFO","msg":"request","status":429}` + "\n"
+	if err := os.WriteFile(p.log, []byte(before+after), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := describeErrors(p, int64(len(before)))
+	want := "authserver answered 429 x1, 503 x2; first warning: `" + `{"level":"WARN","msg":"redis","err":"i/o timeout"}` + "`"
+	if got != want {
+		t.Errorf("describeErrors = %q, want %q", got, want)
+	}
+}

@@ -1,0 +1,399 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Scenario names.
+const (
+	scToken      = "token"
+	scMe         = "me"
+	scIntrospect = "introspect"
+	scBare       = "bare"
+	scRedis      = "redis"
+)
+
+// scenarioOrder is the order of the table and of the runs in a repetition.
+var scenarioOrder = []string{scBare, scRedis, scToken, scMe, scIntrospect}
+
+// scenarioLabels name the scenarios in the table.
+var scenarioLabels = map[string]string{
+	scToken:      "token: POST /api/v1/oauth/token/",
+	scMe:         "me: GET /api/v1/me/",
+	scIntrospect: "introspect: POST /api/v1/oauth/introspect/",
+	scBare:       "ceiling: bare Gin JSON",
+	scRedis:      "ceiling: Gin + 1 Redis EVALSHA",
+}
+
+// scenarioServers name the process each scenario measures.
+var scenarioServers = map[string]string{
+	scToken: "authserver", scIntrospect: "authserver", scMe: "resourceserver", scBare: "ceiling", scRedis: "ceiling",
+}
+
+// measurement is one measured run.
+type measurement struct {
+	Scenario string
+	Size     int
+	Rep      int
+	Wrk      wrkResult
+	// CPU time used during the run by the server, Redis and wrk.
+	ServerCPU, RedisCPU, WrkCPU time.Duration
+	// PeakRSS is the server's VmHWM after the run: its peak since the
+	// run's warm-up began when PeakReset, else since it started.
+	PeakRSS   int64
+	PeakReset bool
+	// Errors describes the answers of status 400 and above, from the
+	// server's access log ("" when there were none).
+	Errors string
+}
+
+// MachineShare is the fraction of the machine's CPU time that the server,
+// Redis and wrk used during the run. The three of them saturate the machine
+// in every scenario, so a share well below 1 means other work took the
+// rest: the run's req/s and latencies say more about that work than about
+// the server.
+func (m measurement) MachineShare(cpus int) float64 {
+	if m.Wrk.Duration <= 0 || cpus <= 0 {
+		return 0
+	}
+	return float64(m.ServerCPU+m.RedisCPU+m.WrkCPU) / (float64(m.Wrk.Duration) * float64(cpus))
+}
+
+func perRequest(d time.Duration, requests int64) time.Duration {
+	if requests <= 0 {
+		return 0
+	}
+	return d / time.Duration(requests)
+}
+
+// summary is a scenario at one size over every repetition: medians, except
+// errors (summed) and peak RSS (the largest).
+type summary struct {
+	Scenario                    string
+	Size                        int
+	Reps                        int
+	Throughput                  float64
+	P50, P99, P999              time.Duration
+	Non2xx, SocketErrors        int64
+	ServerCPU, RedisCPU, WrkCPU time.Duration
+	PeakRSS                     int64
+	PeakReset                   bool
+	// VsBare and VsRedis are the medians of the per-repetition ratios of
+	// req/s to the ceilings' req/s of the same repetition (runs minutes
+	// apart on a shared machine see different loads; runs of the same
+	// repetition are adjacent). P99VsRedis is the same for p99.
+	VsBare, VsRedis, P99VsRedis float64
+}
+
+func summarize(ms []measurement) []summary {
+	type key struct {
+		sc   string
+		size int
+	}
+	groups := map[key][]measurement{}
+	type repKey struct {
+		sc        string
+		size, rep int
+	}
+	byRep := map[repKey]measurement{}
+	var sizes []int
+	for _, m := range ms {
+		byRep[repKey{m.Scenario, m.Size, m.Rep}] = m
+		k := key{m.Scenario, m.Size}
+		groups[k] = append(groups[k], m)
+		if !slices.Contains(sizes, m.Size) {
+			sizes = append(sizes, m.Size)
+		}
+	}
+	slices.Sort(sizes)
+	var out []summary
+	for _, size := range sizes {
+		for _, sc := range scenarioOrder {
+			g := groups[key{sc, size}]
+			if len(g) == 0 {
+				continue
+			}
+			s := summary{Scenario: sc, Size: size, Reps: len(g), PeakReset: true}
+			var tput, vsBare, vsRedis, p99Redis []float64
+			var p50, p99, p999, scpu, rcpu, wcpu []time.Duration
+			for _, m := range g {
+				if b, ok := byRep[repKey{scBare, size, m.Rep}]; ok && b.Wrk.Throughput() > 0 {
+					vsBare = append(vsBare, m.Wrk.Throughput()/b.Wrk.Throughput())
+				}
+				if r, ok := byRep[repKey{scRedis, size, m.Rep}]; ok && r.Wrk.Throughput() > 0 && r.Wrk.P99 > 0 {
+					vsRedis = append(vsRedis, m.Wrk.Throughput()/r.Wrk.Throughput())
+					p99Redis = append(p99Redis, float64(m.Wrk.P99)/float64(r.Wrk.P99))
+				}
+				tput = append(tput, m.Wrk.Throughput())
+				p50, p99, p999 = append(p50, m.Wrk.P50), append(p99, m.Wrk.P99), append(p999, m.Wrk.P999)
+				scpu = append(scpu, perRequest(m.ServerCPU, m.Wrk.Requests))
+				rcpu = append(rcpu, perRequest(m.RedisCPU, m.Wrk.Requests))
+				wcpu = append(wcpu, perRequest(m.WrkCPU, m.Wrk.Requests))
+				s.Non2xx += m.Wrk.Status
+				s.SocketErrors += m.Wrk.SocketErrors()
+				s.PeakRSS = max(s.PeakRSS, m.PeakRSS)
+				s.PeakReset = s.PeakReset && m.PeakReset
+			}
+			s.Throughput = median(tput)
+			s.P50, s.P99, s.P999 = median(p50), median(p99), median(p999)
+			s.ServerCPU, s.RedisCPU, s.WrkCPU = median(scpu), median(rcpu), median(wcpu)
+			s.VsBare, s.VsRedis, s.P99VsRedis = median(vsBare), median(vsRedis), median(p99Redis)
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// median of xs (the mean of the middle two for an even count).
+func median[T int64 | float64 | time.Duration](xs []T) T {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func find(ss []summary, sc string, size int) (summary, bool) {
+	for _, s := range ss {
+		if s.Scenario == sc && s.Size == size {
+			return s, true
+		}
+	}
+	return summary{}, false
+}
+
+// target is one line of the targets table.
+type target struct {
+	What, Size, Measured, Limit string
+	Pass                        bool
+	// Info marks a comparison shown for context, not a target.
+	Info bool
+}
+
+// rssLimit is the peak RSS target per server.
+const rssLimit = 64 << 20
+
+// flatLimit is how much the per-request CPU time (server plus Redis) may
+// grow from a smaller registry to the largest and still count as flat:
+// 25%, more than the run-to-run noise of this machine.
+const flatLimit = 1.25
+
+// evaluate checks the summaries against the targets. loadClients
+// is how many clients the load is spread over (at most the registry size).
+func evaluate(ss []summary, sizes []int, loadClients int) []target {
+	var ts []target
+	ratio := func(a, b float64) float64 {
+		if b == 0 {
+			return 0
+		}
+		return a / b
+	}
+	for _, size := range sizes {
+		sz := fmtInt(int64(size))
+		_, okB := find(ss, scBare, size)
+		rc, okR := find(ss, scRedis, size)
+		if me, ok := find(ss, scMe, size); ok && okR {
+			ts = append(ts, target{"/me req/s vs Gin + 1 Redis round trip", sz, fmtPct(me.VsRedis), ">= 80%", me.VsRedis >= 0.80, false})
+			ts = append(ts, target{"/me p99 vs Gin + 1 Redis round trip", sz,
+				fmt.Sprintf("%s vs %s (%.2fx)", fmtDur(me.P99), fmtDur(rc.P99), me.P99VsRedis), "<= 2x", me.P99VsRedis <= 2, false})
+		}
+		if tok, ok := find(ss, scToken, size); ok {
+			if okB {
+				ts = append(ts, target{"token req/s vs bare Gin JSON", sz, fmtPct(tok.VsBare), ">= 20%", tok.VsBare >= 0.20, false})
+			}
+			ts = append(ts, target{"token p99", sz, fmtDur(tok.P99), "< 20 ms", tok.P99 < 20*time.Millisecond, false})
+		}
+		if in, ok := find(ss, scIntrospect, size); ok && okB {
+			ts = append(ts, target{"introspect req/s vs bare Gin JSON", sz, fmtPct(in.VsBare), ">= 15%", in.VsBare >= 0.15, false})
+		}
+	}
+	for _, server := range []string{"authserver", "resourceserver"} {
+		var peak int64
+		for _, s := range ss {
+			if scenarioServers[s.Scenario] == server {
+				peak = max(peak, s.PeakRSS)
+			}
+		}
+		if peak > 0 {
+			ts = append(ts, target{server + " peak RSS", "all", fmtBytes(peak), "<= 64 MiB", peak <= rssLimit, false})
+		}
+	}
+	// Flatness compares the largest registry with the smallest one whose
+	// load is spread over as many clients, so that only the registry's size
+	// differs. Against a smaller spread (one client: its records stay in
+	// the CPU caches) the comparison is shown for context only.
+	if len(sizes) > 1 {
+		spread := func(size int) int { return min(size, loadClients) }
+		hi := sizes[len(sizes)-1]
+		lo := -1
+		for _, s := range sizes[:len(sizes)-1] {
+			if spread(s) == spread(hi) {
+				lo = s
+				break
+			}
+		}
+		for _, sc := range []string{scMe, scToken} {
+			b, ok := find(ss, sc, hi)
+			if !ok {
+				continue
+			}
+			compare := func(lo int, info bool) {
+				a, ok := find(ss, sc, lo)
+				if !ok {
+					return
+				}
+				ca, cb := a.ServerCPU+a.RedisCPU, b.ServerCPU+b.RedisCPU
+				r := ratio(float64(cb), float64(ca))
+				what := fmt.Sprintf("%s CPU/req (server + Redis) flat in registry size, load over %s client(s) at both", sc, fmtInt(int64(spread(hi))))
+				if info {
+					what = fmt.Sprintf("%s CPU/req (server + Redis), load over %s vs %s client(s)", sc, fmtInt(int64(spread(lo))), fmtInt(int64(spread(hi))))
+				}
+				ts = append(ts, target{what, fmtInt(int64(lo)) + " -> " + fmtInt(int64(hi)),
+					fmt.Sprintf("%s -> %s (%.2fx); req/s %.2fx", fmtDur(ca), fmtDur(cb), r, ratio(b.Throughput, a.Throughput)),
+					fmt.Sprintf("<= %.2fx", flatLimit), r <= flatLimit, info})
+			}
+			if lo >= 0 {
+				compare(lo, false)
+			}
+			if sizes[0] != lo {
+				compare(sizes[0], true)
+			}
+		}
+	}
+	var errs int64
+	for _, s := range ss {
+		errs += s.Non2xx + s.SocketErrors
+	}
+	ts = append(ts, target{"every request succeeded (no non-2xx, no socket error)", "all", fmtInt(errs) + " errors", "0", errs == 0, false})
+	return ts
+}
+
+// report is everything printed.
+type report struct {
+	Machine  []string
+	Settings []string
+	Registry []string
+	Runs     []measurement
+	// CPUs is the machine's CPU count, for the machine share.
+	CPUs int
+}
+
+func (r report) write(w io.Writer, cfg config) {
+	ss := summarize(r.Runs)
+	fmt.Fprintf(w, "# Load harness results\n\n")
+	for _, l := range r.Machine {
+		fmt.Fprintf(w, "- %s\n", l)
+	}
+	for _, l := range r.Settings {
+		fmt.Fprintf(w, "- %s\n", l)
+	}
+	for _, l := range r.Registry {
+		fmt.Fprintf(w, "- %s\n", l)
+	}
+	fmt.Fprintf(w, "\n## Results (median of %d repetition(s) per row)\n\n", cfg.Reps)
+	fmt.Fprintln(w, "| scenario | clients in Redis | req/s | p50 | p99 | p99.9 | non-2xx | socket errors | server CPU/req | Redis CPU/req | wrk CPU/req | peak RSS | vs bare | vs Gin+Redis |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	for _, s := range ss {
+		rss := fmtBytes(s.PeakRSS)
+		if !s.PeakReset {
+			rss += " (since start)"
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %d | %d | %s | %s | %s | %s | %s | %s |\n",
+			scenarioLabels[s.Scenario], fmtInt(int64(s.Size)), fmtInt(int64(s.Throughput+0.5)),
+			fmtDur(s.P50), fmtDur(s.P99), fmtDur(s.P999), s.Non2xx, s.SocketErrors,
+			fmtDur(s.ServerCPU), fmtDur(s.RedisCPU), fmtDur(s.WrkCPU), rss,
+			fmtRatio(s.VsBare), fmtRatio(s.VsRedis))
+	}
+	fmt.Fprintln(w, "\nreq/s counts successful (2xx) answers only. non-2xx and socket errors are summed over the repetitions;")
+	fmt.Fprintln(w, "peak RSS is the largest VmHWM of the measured server (authserver, resourceserver or ceiling) over them.")
+	fmt.Fprintln(w, "CPU/req is the process's user+system CPU time during the run divided by the requests wrk completed.")
+	fmt.Fprintln(w, "The ratios to the ceilings are medians of per-repetition ratios: each repetition runs the ceilings and")
+	fmt.Fprintln(w, "the endpoints back to back, so a ratio compares runs that shared the machine's load of the moment.")
+
+	fmt.Fprintf(w, "\n## Targets\n\n")
+	if cfg.Concurrency != 64 {
+		fmt.Fprintf(w, "The issue's targets are stated at concurrency 64; this run used %d, so these verdicts are indicative only.\n\n", cfg.Concurrency)
+	}
+	fmt.Fprintln(w, "| target | clients in Redis | measured | limit | result |")
+	fmt.Fprintln(w, "|---|---|---|---|---|")
+	for _, t := range evaluate(ss, cfg.Sizes, cfg.LoadClients) {
+		res := "MISS"
+		switch {
+		case t.Info:
+			res = "info (not a target)"
+		case t.Pass:
+			res = "PASS"
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", t.What, t.Size, t.Measured, t.Limit, res)
+	}
+
+	fmt.Fprintf(w, "\n## Every run\n\n")
+	fmt.Fprintln(w, "machine share: the fraction of the machine's CPU time (all its CPUs) that the server, Redis and wrk used")
+	fmt.Fprintln(w, "together. They saturate the machine in every scenario, so a share far below 100% means other work took")
+	fmt.Fprintln(w, "the rest and that run's req/s and latencies reflect the machine's load, not the server.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| scenario | clients | rep | req/s | p50 | p99 | p99.9 | non-2xx | socket errors | server CPU/req | Redis CPU/req | wrk CPU/req | peak RSS | machine share |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	for _, m := range r.Runs {
+		fmt.Fprintf(w, "| %s | %s | %d | %s | %s | %s | %s | %d | %d | %s | %s | %s | %s | %s |\n",
+			m.Scenario, fmtInt(int64(m.Size)), m.Rep, fmtInt(int64(m.Wrk.Throughput()+0.5)),
+			fmtDur(m.Wrk.P50), fmtDur(m.Wrk.P99), fmtDur(m.Wrk.P999), m.Wrk.Status, m.Wrk.SocketErrors(),
+			fmtDur(perRequest(m.ServerCPU, m.Wrk.Requests)), fmtDur(perRequest(m.RedisCPU, m.Wrk.Requests)),
+			fmtDur(perRequest(m.WrkCPU, m.Wrk.Requests)), fmtBytes(m.PeakRSS), fmtPct(m.MachineShare(r.CPUs)))
+	}
+	for _, m := range r.Runs {
+		if m.Errors != "" {
+			fmt.Fprintf(w, "\nErrors of %s, %s clients, rep %d: %s\n", m.Scenario, fmtInt(int64(m.Size)), m.Rep, m.Errors)
+		}
+	}
+}
+
+// fmtInt writes n with thousands separators.
+func fmtInt(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// fmtDur writes a latency or CPU time in us below a millisecond, else ms.
+func fmtDur(d time.Duration) string {
+	switch {
+	case d < time.Millisecond:
+		return fmt.Sprintf("%d µs", d.Microseconds())
+	case d < 100*time.Millisecond:
+		return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond))
+	default:
+		return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond))
+	}
+}
+
+func fmtBytes(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+
+func fmtPct(r float64) string { return fmt.Sprintf("%.1f%%", 100*r) }
+
+func fmtRatio(r float64) string {
+	if r == 0 {
+		return "-"
+	}
+	return fmtPct(r)
+}
