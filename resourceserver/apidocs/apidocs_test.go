@@ -19,8 +19,8 @@ import (
 	"github.com/partnerapi/authplatform/resourceserver/apidocs"
 )
 
-// wantOperations lists every documented path and its methods (the brief and
-// /work/contract-notes.md).
+// wantOperations lists every documented path and its methods (the wire
+// contract of both services).
 var wantOperations = map[string][]string{
 	"/api/v1/oauth/token/":                    {http.MethodPost},
 	"/api/v1/oauth/introspect/":               {http.MethodPost},
