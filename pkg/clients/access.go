@@ -170,16 +170,3 @@ func (s *Store) AdmitAPI(ctx context.Context, id string, generation int64, now f
 	}
 	return a, nil
 }
-
-// InGoodStanding reports whether client id is active at generation: the
-// check introspection makes for a token, without counting anything.
-func (s *Store) InGoodStanding(ctx context.Context, id string, generation int64) (bool, error) {
-	if !ValidClientID(id) {
-		return false, nil
-	}
-	v, err := s.rdb.HMGet(ctx, s.clientKey(id), "status", "generation").Result()
-	if err != nil {
-		return false, unavailable("read client state", err)
-	}
-	return str(v[0]) == StatusActive && str(v[1]) == strconv.FormatInt(generation, 10), nil
-}

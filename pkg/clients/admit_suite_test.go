@@ -439,9 +439,6 @@ func testUnknownIDsWriteNothing(t *testing.T, e *env) {
 		if _, err := e.store.Credential(ctx(t), id); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.store.InGoodStanding(ctx(t), id, 1); err != nil {
-			t.Fatal(err)
-		}
 	}
 	for range 5 {
 		if _, err := e.store.AdmitAPI(ctx(t), c.ID, 9, e.clock.Now); err != nil {

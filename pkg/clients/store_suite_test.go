@@ -634,32 +634,6 @@ func testNoSecretStored(t *testing.T, e *env) {
 	}
 }
 
-func testInGoodStanding(t *testing.T, e *env) {
-	c, _ := e.hospital(t)
-	check := func(id string, gen int64, want bool) {
-		t.Helper()
-		got, err := e.store.InGoodStanding(ctx(t), id, gen)
-		if err != nil || got != want {
-			t.Fatalf("InGoodStanding(%s, %d) = %v, %v; want %v", id, gen, got, err, want)
-		}
-	}
-	check(c.ID, 1, true)
-	check(c.ID, 2, false)
-	check(c.ID, 0, false)
-	check(clients.NewClientID(), 1, false)
-	check("garbage", 1, false)
-	if _, _, err := e.store.RotateSecret(ctx(t), c.ID); err != nil {
-		t.Fatal(err)
-	}
-	check(c.ID, 1, false)
-	check(c.ID, 2, true)
-	if _, err := e.store.Revoke(ctx(t), c.ID); err != nil {
-		t.Fatal(err)
-	}
-	check(c.ID, 2, false)
-	check(c.ID, 3, false)
-}
-
 func testSeedSandbox(t *testing.T, e *env) {
 	org, seeded, err := e.store.SeedSandbox(ctx(t))
 	if err != nil {

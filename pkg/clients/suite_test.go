@@ -62,7 +62,6 @@ func runStoreSuite(t *testing.T, newStore func(t *testing.T, now func() time.Tim
 		{"Audit", testAudit},
 		{"NoSecretStored", testNoSecretStored},
 		{"HashTags", testHashTags},
-		{"InGoodStanding", testInGoodStanding},
 		{"AdmitTokenLimit", testAdmitTokenLimit},
 		{"AdmitTokenDead", testAdmitTokenDead},
 		{"AdmitTokenAnyWindow", testAdmitTokenAnyWindow},
