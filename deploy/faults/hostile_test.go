@@ -97,7 +97,11 @@ func notString(name string) expect {
 
 // Answers of the resource server and of both routers ({"detail"}).
 func detail(status int, text string, headers map[string]string) expect {
-	body, _ := json.Marshal(map[string]string{"detail": text})
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // the servers write JSON without HTML escaping
+	_ = enc.Encode(map[string]string{"detail": text})
+	body := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	h := map[string]string{"Content-Type": "application/json; charset=utf-8"}
 	for k, v := range headers {
 		h[k] = v

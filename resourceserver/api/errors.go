@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -138,9 +139,14 @@ type detailBody struct {
 // jsonContentType is the Content-Type of every JSON answer.
 const jsonContentType = "application/json; charset=utf-8"
 
-// writeJSON answers v as JSON.
+// writeJSON answers v as JSON, without HTML escaping: a JSON API is not
+// embedded in HTML, and "<ACCESS_TOKEN>" should read as written.
 func writeJSON(c *gin.Context, status int, v any) {
-	body, err := json.Marshal(v)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	err := enc.Encode(v)
+	body := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	if err != nil {
 		// Only this package's own plain structs are written: cannot happen.
 		body, status = []byte(`{"detail":"internal error"}`), http.StatusInternalServerError

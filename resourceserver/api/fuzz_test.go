@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -142,7 +143,11 @@ func checkMeAnswer(t *testing.T, rec *httptest.ResponseRecorder, want *problem, 
 	if want == nil {
 		want = errInvalidToken // well-formed, but not a token of the issuer
 	}
-	body, _ := json.Marshal(detailBody{Detail: want.detail})
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // writeJSON does not escape HTML
+	_ = enc.Encode(detailBody{Detail: want.detail})
+	body := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	if rec.Code != want.status || rec.Body.String() != string(body) || rec.Header().Get("WWW-Authenticate") != want.challenge {
 		t.Fatalf("got %d %s (WWW-Authenticate %q); want %d %s (%q)", rec.Code, rec.Body, rec.Header().Get("WWW-Authenticate"), want.status, body, want.challenge)
 	}
