@@ -23,6 +23,7 @@ import (
 	"github.com/partnerapi/authplatform/pkg/logging"
 	"github.com/partnerapi/authplatform/pkg/redisconn"
 	"github.com/partnerapi/authplatform/pkg/redistest"
+	"github.com/partnerapi/authplatform/pkg/testclock"
 )
 
 const (
@@ -35,31 +36,10 @@ const (
 // epoch is where every injected clock starts.
 var epoch = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 
-// clock is an injected clock, safe for the server's goroutines.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+// clock is the tests' hand-moved clock.
+type clock = testclock.Clock
 
-func newClock(t time.Time) *clock { return &clock{t: t} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Set(t time.Time) {
-	c.mu.Lock()
-	c.t = t
-	c.mu.Unlock()
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
+func newClock(t time.Time) *clock { return testclock.New(t) }
 
 // syncBuffer is a log sink the server's goroutines write while a test reads.
 type syncBuffer struct {

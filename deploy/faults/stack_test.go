@@ -31,6 +31,7 @@ import (
 	"github.com/partnerapi/authplatform/pkg/logging"
 	"github.com/partnerapi/authplatform/pkg/redisconn"
 	"github.com/partnerapi/authplatform/pkg/redistest"
+	"github.com/partnerapi/authplatform/pkg/testclock"
 	"github.com/partnerapi/authplatform/resourceserver/api"
 	"github.com/partnerapi/authplatform/resourceserver/apidocs"
 )
@@ -51,23 +52,8 @@ const (
 	proxyAddr = "127.0.0.1"
 )
 
-// clock is an injected clock, safe for the servers' goroutines.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
+// clock is the tests' hand-moved clock.
+type clock = testclock.Clock
 
 // syncBuffer is a log sink written by the servers while a test reads it.
 type syncBuffer struct {
@@ -176,7 +162,7 @@ func newStack(t testing.TB, opts ...option) *stack {
 	s := &stack{
 		t: t, rdb: rdb, prefix: redistest.Prefix(t, rdb),
 		tokenNow: time.Now().UTC().Truncate(time.Second),
-		rate:     &clock{t: time.Now().UTC().Truncate(time.Millisecond)},
+		rate:     testclock.New(time.Now().UTC().Truncate(time.Millisecond)),
 		authLogs: &syncBuffer{}, resLogs: &syncBuffer{}, serverLogs: &syncBuffer{},
 	}
 	s.store = clients.NewStore(rdb, s.prefix, nil)

@@ -103,7 +103,7 @@ func testAdmitTokenDead(t *testing.T, e *env) {
 		t.Fatal(err)
 	}
 	dead(c.ID, 1) // stale generation
-	e.clock.Advance(time.Minute)
+	e.clock.Add(time.Minute)
 	if a, err := e.store.AdmitToken(ctx(t), c.ID, 2, e.clock.Now); err != nil || a.Outcome != clients.Admitted {
 		t.Fatalf("AdmitToken at the new generation = %+v, %v; want admitted", a, err)
 	}
@@ -194,7 +194,7 @@ func testAdmitAPILimitChanges(t *testing.T, e *env) {
 		t.Fatal(err)
 	}
 	admit(clients.Limited, 5, 2)
-	e.clock.Advance(time.Minute)
+	e.clock.Add(time.Minute)
 	admit(clients.Admitted, 1, 2)
 }
 

@@ -117,9 +117,9 @@ func testListOrgs(t *testing.T, e *env) {
 		t.Fatalf("ListOrgs on an empty registry = %v, %v", orgs, err)
 	}
 	zeta := e.org(t, "zeta", clients.EnvironmentLive)
-	e.clock.Advance(time.Second)
+	e.clock.Add(time.Second)
 	alpha := e.org(t, "alpha", clients.EnvironmentSandbox)
-	e.clock.Advance(time.Second)
+	e.clock.Add(time.Second)
 	mid := e.org(t, "mid", clients.EnvironmentLive)
 	// An index entry whose record is missing (a crash between the two
 	// writes) is skipped. The index key is documented in doc.go.
@@ -179,7 +179,7 @@ func testCreateClient(t *testing.T, e *env) {
 		if got, err := e.store.GetClient(ctx(t), c.ID); err != nil || !reflect.DeepEqual(got, want) {
 			t.Errorf("GetClient = %+v, %v; want %+v", got, err, want)
 		}
-		e.clock.Advance(time.Millisecond)
+		e.clock.Add(time.Millisecond)
 	}
 	if clients.DefaultRateLimitPerMinute != 120 || clients.DefaultTokenRateLimitPerMinute != 30 {
 		t.Fatalf("defaults are %d/%d, the spec says 120/30", clients.DefaultRateLimitPerMinute, clients.DefaultTokenRateLimitPerMinute)
@@ -348,7 +348,7 @@ func flip(b byte) string {
 
 func testRotateSecret(t *testing.T, e *env) {
 	c, oldSecret := e.hospital(t)
-	e.clock.Advance(time.Minute)
+	e.clock.Add(time.Minute)
 	rotated, newSecret, err := e.store.RotateSecret(ctx(t), c.ID)
 	if err != nil {
 		t.Fatalf("RotateSecret: %v", err)
@@ -399,7 +399,7 @@ func testRotateSecret(t *testing.T, e *env) {
 
 func testRevoke(t *testing.T, e *env) {
 	c, secret := e.hospital(t)
-	e.clock.Advance(time.Hour)
+	e.clock.Add(time.Hour)
 	revoked, err := e.store.Revoke(ctx(t), c.ID)
 	if err != nil {
 		t.Fatalf("Revoke: %v", err)
@@ -452,7 +452,7 @@ func testSetRateLimits(t *testing.T, e *env) {
 				t.Fatalf("refused changes moved the limit to %d", s.get(got))
 			}
 			for _, n := range []int64{1, 777, clients.MaxRateLimitPerMinute} {
-				e.clock.Advance(time.Second)
+				e.clock.Add(time.Second)
 				got, err := s.set(c.ID, n)
 				if err != nil {
 					t.Fatalf("%s(%d): %v", s.name, n, err)
@@ -499,7 +499,7 @@ func testListClients(t *testing.T, e *env) {
 	e.org(t, "org-empty", clients.EnvironmentLive)
 	var all, inA, inB []clients.Client
 	for i, org := range []string{"org-b", "org-a", "org-a", "org-b", "org-a"} {
-		e.clock.Advance(time.Second)
+		e.clock.Add(time.Second)
 		c, _ := e.client(t, clients.ClientSpec{OrgSlug: org, Name: "client " + string(rune('0'+i)), Audience: clients.AudiencePSPPartner})
 		all = append(all, c)
 		if org == "org-a" {
@@ -551,7 +551,7 @@ func testAudit(t *testing.T, e *env) {
 	times := []time.Time{e.clock.Now()}
 	step := func(f func() error) {
 		t.Helper()
-		e.clock.Advance(1500 * time.Millisecond)
+		e.clock.Add(1500 * time.Millisecond)
 		times = append(times, e.clock.Now())
 		if err := f(); err != nil {
 			t.Fatal(err)

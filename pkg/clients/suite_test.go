@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/redistest"
+	"github.com/partnerapi/authplatform/pkg/testclock"
 )
 
 // env is one store under test together with what the suite needs to look
@@ -85,32 +85,11 @@ func runStoreSuite(t *testing.T, newStore func(t *testing.T, now func() time.Tim
 	}
 }
 
-// fakeClock is a clock the test moves by hand.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+// fakeClock is the tests' hand-moved clock.
+type fakeClock = testclock.Clock
 
 func newClock() *fakeClock {
-	return &fakeClock{t: time.Date(2031, 3, 14, 15, 9, 26, 535_000_000, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
+	return testclock.New(time.Date(2031, 3, 14, 15, 9, 26, 535_000_000, time.UTC))
 }
 
 // Helpers.

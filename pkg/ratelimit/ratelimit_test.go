@@ -4,7 +4,6 @@ import (
 	"math/rand/v2"
 	"regexp"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,25 +11,11 @@ import (
 
 	"github.com/partnerapi/authplatform/pkg/ratelimit"
 	"github.com/partnerapi/authplatform/pkg/redistest"
+	"github.com/partnerapi/authplatform/pkg/testclock"
 )
 
-// fakeClock is a clock the test moves by hand.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
+// fakeClock is the tests' hand-moved clock.
+type fakeClock = testclock.Clock
 
 var t0 = time.Date(2031, 3, 14, 15, 9, 26, 535_000_000, time.UTC)
 
@@ -46,7 +31,7 @@ func eachBackend(t *testing.T, fn func(t *testing.T, rdb redis.UniversalClient, 
 
 func TestAllow(t *testing.T) {
 	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
-		clk := &fakeClock{t: t0}
+		clk := testclock.New(t0)
 		l := ratelimit.NewLimiter(rdb, 3, 10*time.Second, clk.Now)
 		key := prefix + "k"
 		tests := []struct {
@@ -187,7 +172,7 @@ func TestAnyWindow(t *testing.T) {
 	for name, schedule := range map[string][]time.Time{"bursts": bursts, "random": random} {
 		t.Run(name, func(t *testing.T) {
 			eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
-				clk := &fakeClock{}
+				clk := testclock.New(time.Time{})
 				l := ratelimit.NewLimiter(rdb, limit, time.Minute, clk.Now)
 				m := &model{limit: limit, window: time.Minute}
 				var admitted []time.Time

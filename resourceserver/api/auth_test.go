@@ -64,13 +64,13 @@ func TestAuthentication(t *testing.T) {
 	otherAudTok, _, _ := foreignAud.Issue(accesstoken.Grant{ClientID: c.ID, Generation: 1, Now: f.clock.Now()})
 
 	// Issued an hour ago: expired now (the clock is the server's).
-	f.clock.Advance(-accesstoken.Lifetime)
+	f.clock.Add(-accesstoken.Lifetime)
 	expired := f.token(c, "")
-	f.clock.Advance(accesstoken.Lifetime)
+	f.clock.Add(accesstoken.Lifetime)
 	// Issued in the future, beyond the leeway.
-	f.clock.Advance(time.Minute)
+	f.clock.Add(time.Minute)
 	future := f.token(c, "")
-	f.clock.Advance(-time.Minute)
+	f.clock.Add(-time.Minute)
 
 	// Tampered payload: scope widened, signature kept.
 	tampered := clone(claims)
@@ -257,12 +257,12 @@ func TestTokenCache(t *testing.T) {
 	}
 
 	// One second before "exp": still good, from the cache.
-	f.clock.Advance(accesstoken.Lifetime - time.Second)
+	f.clock.Add(accesstoken.Lifetime - time.Second)
 	if rec := doGet(t, s.engine, "/api/v1/me/", tok); rec.Code != http.StatusOK {
 		t.Fatalf("before exp: %d %s", rec.Code, rec.Body)
 	}
 	// At "exp": refused although cached, and dropped from the cache.
-	f.clock.Advance(time.Second)
+	f.clock.Add(time.Second)
 	rec := doGet(t, s.engine, "/api/v1/me/", tok)
 	wantJSON(t, rec, http.StatusUnauthorized, map[string]any{"detail": detailInvalid})
 	if s.tokens.cache.Contains(tok) {

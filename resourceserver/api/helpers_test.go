@@ -22,6 +22,7 @@ import (
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/redistest"
+	"github.com/partnerapi/authplatform/pkg/testclock"
 	"github.com/partnerapi/authplatform/resourceserver/apidocs"
 )
 
@@ -30,27 +31,12 @@ const (
 	testAudience = "partner-api"
 )
 
-// clock is a controllable clock, safe for concurrent use.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+// clock is the tests' hand-moved clock.
+type clock = testclock.Clock
 
 func newClock() *clock {
 	// Whole milliseconds, as the rate limiter counts them.
-	return &clock{t: time.Now().UTC().Truncate(time.Millisecond)}
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
+	return testclock.New(time.Now().UTC().Truncate(time.Millisecond))
 }
 
 // fixture is one test's world: a Redis prefix of its own, a client

@@ -35,7 +35,7 @@ func TestRateLimitAcrossReplicas(t *testing.T) {
 			// minute old.
 			"RateLimit-Reset": strconv.Itoa((60_000 - i*100 + 999) / 1000),
 		})
-		f.clock.Advance(100 * time.Millisecond) // 120 requests in 12 seconds
+		f.clock.Add(100 * time.Millisecond) // 120 requests in 12 seconds
 	}
 	for i, s := range replicas {
 		req := httptest.NewRequest(http.MethodGet, "/api/v1/me/", nil)
@@ -57,12 +57,12 @@ func TestRateLimitAcrossReplicas(t *testing.T) {
 		}
 	}
 	// Just before the first request is a minute old: still refused.
-	f.clock.Advance(48*time.Second - time.Millisecond)
+	f.clock.Add(48*time.Second - time.Millisecond)
 	if rec := doGet(t, replicas[0].engine, "/api/v1/me/", tok); rec.Code != http.StatusTooManyRequests {
 		t.Fatalf("59.999 s after the first request: %d", rec.Code)
 	}
 	// A minute after it: one request more is admitted, then refused again.
-	f.clock.Advance(time.Millisecond)
+	f.clock.Add(time.Millisecond)
 	if rec := doGet(t, replicas[1].engine, "/api/v1/me/", tok); rec.Code != http.StatusOK {
 		t.Fatalf("60 s after the first request: %d %s", rec.Code, rec.Body)
 	}
@@ -87,9 +87,9 @@ func TestRateLimitSlidingWindow(t *testing.T) {
 		// Bursts and pauses: mostly quick requests, now and then a long gap.
 		switch rng.IntN(100) {
 		case 0:
-			f.clock.Advance(time.Duration(rng.IntN(30_000)) * time.Millisecond)
+			f.clock.Add(time.Duration(rng.IntN(30_000)) * time.Millisecond)
 		default:
-			f.clock.Advance(time.Duration(rng.IntN(200)) * time.Millisecond)
+			f.clock.Add(time.Duration(rng.IntN(200)) * time.Millisecond)
 		}
 		rec := doGet(t, replicas[rng.IntN(len(replicas))].engine, "/api/v1/me/", tok)
 		switch rec.Code {
