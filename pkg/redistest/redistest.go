@@ -171,3 +171,17 @@ func FreePort(t testing.TB) int {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
 }
+
+// LongEnv is the environment variable that turns on the long suites
+// (failover, soak, load-harness checks, long fuzz): README's second test
+// command sets it, and .ci/run runs both.
+const LongEnv = "LONG_TESTS"
+
+// Long skips the test unless LONG_TESTS=1: it belongs to the long suites,
+// kept out of README's quick test command.
+func Long(t testing.TB) {
+	t.Helper()
+	if os.Getenv(LongEnv) != "1" {
+		t.Skipf("long suite: run with %s=1 (see README)", LongEnv)
+	}
+}
