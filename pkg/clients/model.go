@@ -59,6 +59,10 @@ var (
 	ErrRevoked     = errors.New("client is revoked")
 	ErrInvalid     = errors.New("invalid input")
 	ErrUnavailable = errors.New("registry unavailable")
+	// ErrNotReplicated: the change was written on the primary, but fewer
+	// replicas than required acknowledged it in time, so a failover may
+	// still undo it. The change is not reported as done.
+	ErrNotReplicated = errors.New("no replica confirmed the change")
 )
 
 // Org is an organisation.
