@@ -134,9 +134,17 @@ func (s *Server) Start() {
 		"--port", strconv.Itoa(s.Port), "--bind", "127.0.0.1", "--dir", s.Dir,
 		"--save", "", "--daemonize", "no", "--logfile", filepath.Join(s.Dir, "redis.log"),
 	}, s.Args...)
-	s.cmd = exec.Command("redis-server", args...)
+	s.startCommand(exec.Command("redis-server", args...))
+}
+
+// startCommand starts cmd (a redis-server or redis-sentinel of s) and waits
+// until it answers PING.
+func (s *Server) startCommand(cmd *exec.Cmd) {
+	s.t.Helper()
+	cmd.SysProcAttr = sysProcAttr()
+	s.cmd = cmd
 	if err := s.cmd.Start(); err != nil {
-		s.t.Fatalf("redistest: start redis-server: %v", err)
+		s.t.Fatalf("redistest: start %s: %v", cmd.Path, err)
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: s.Addr()})
 	defer rdb.Close()
@@ -148,7 +156,7 @@ func (s *Server) Start() {
 		time.Sleep(20 * time.Millisecond)
 	}
 	log, _ := os.ReadFile(filepath.Join(s.Dir, "redis.log"))
-	s.t.Fatalf("redistest: redis-server on %s did not answer: %s", s.Addr(), log)
+	s.t.Fatalf("redistest: %s on %s did not answer: %s", cmd.Path, s.Addr(), log)
 }
 
 // Kill stops the server with SIGKILL (a crash) and waits for it to exit.
