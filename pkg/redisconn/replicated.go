@@ -74,40 +74,63 @@ func confirmationOf(q url.Values, u *url.URL) (Confirmation, error) {
 }
 
 // ConfirmedWrite queues one or more writes of key's slot and, after them on
-// the same connection to the primary that owns key, WAIT replicas timeout;
-// it returns how many replicas acknowledged the writes. WAIT counts the
-// replicas that have acknowledged every write made on its own connection,
-// so it must run there: a keyless WAIT through a ClusterClient goes to a
-// node chosen without regard to the key (and a Lua script cannot call
-// WAIT). With replicas 0 the writes run alone and 0 is returned.
+// the same connection to the primary that owns key, waits with WAIT until
+// c.Replicas replicas have acknowledged them or c.Timeout has passed; it
+// returns how many replicas acknowledged. WAIT counts the replicas that
+// have acknowledged every write made on its own connection, so it must run
+// there: a keyless WAIT through a ClusterClient goes to a node chosen
+// without regard to the key (and a Lua script cannot call WAIT). With
+// c.Replicas 0 the writes run alone and 0 is returned.
 //
-// queue must queue commands on the pipeliner, all of key's slot, and
-// return their results through its own captured Cmd values.
+// queue must queue commands on the pipeliner, all of key's slot, and keep
+// their Cmd values to read the results.
 func ConfirmedWrite(ctx context.Context, rdb redis.UniversalClient, key string, c Confirmation, queue func(redis.Pipeliner)) (int64, error) {
-	node := redis.Cmdable(rdb)
-	if cc, ok := rdb.(*redis.ClusterClient); ok && c.Replicas > 0 {
-		primary, err := cc.MasterForKey(ctx, key)
+	if c.Replicas == 0 {
+		_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error { queue(p); return nil })
+		return 0, err
+	}
+	var node *redis.Client
+	switch r := rdb.(type) {
+	case *redis.ClusterClient:
+		primary, err := r.MasterForKey(ctx, key)
 		if err != nil {
 			return 0, err
 		}
 		node = primary
+	case *redis.Client: // a single node, or a Sentinel-managed primary
+		node = r
+	default:
+		return 0, fmt.Errorf("redisconn: cannot confirm writes through a %T", rdb)
 	}
+	conn := node.Conn()
+	defer conn.Close()
+	// WAIT blocks for up to its timeout, and a read may take no longer
+	// than the client's ReadTimeout (1 s by default here): wait in slices
+	// shorter than that, on the one connection that made the writes.
+	slice := min(c.Timeout, node.Options().ReadTimeout*3/4)
+	if slice <= 0 {
+		slice = c.Timeout
+	}
+	deadline := time.Now().Add(c.Timeout)
 	var wait *redis.Cmd
-	_, err := node.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err := conn.Pipelined(ctx, func(p redis.Pipeliner) error {
 		queue(p)
-		if c.Replicas > 0 {
-			// Pipeliner lacks Wait; the command is the same.
-			wait = p.Do(ctx, "wait", c.Replicas, c.Timeout.Milliseconds())
-		}
+		// Pipeliner lacks Wait; the command is the same.
+		wait = p.Do(ctx, "wait", c.Replicas, slice.Milliseconds())
 		return nil
 	})
 	if err != nil {
 		return 0, err
 	}
-	if wait == nil {
-		return 0, nil
+	acks, err := wait.Int64()
+	for err == nil && acks < int64(c.Replicas) {
+		left := time.Until(deadline)
+		if left <= 0 {
+			break
+		}
+		acks, err = conn.Do(ctx, "wait", c.Replicas, max(min(slice, left), time.Millisecond).Milliseconds()).Int64()
 	}
-	return wait.Int64()
+	return acks, err
 }
 
 // clusterReloadInterval bounds how stale a ClusterClient's slot map may get
