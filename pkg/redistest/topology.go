@@ -560,3 +560,11 @@ func (h *holder) cleanup() {
 func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 }
+
+// Signal sends sig to the server process (SIGSTOP and SIGCONT pause and
+// resume it, as a hung host would).
+func (s *Server) Signal(sig syscall.Signal) {
+	if s.cmd != nil && s.cmd.Process != nil {
+		_ = s.cmd.Process.Signal(sig)
+	}
+}
