@@ -208,7 +208,6 @@ func (l *failoverLoad) add(r failoverRecord) {
 
 func failover(t *testing.T, rt redistest.Topology) {
 	top := startTopologyOn(t, 1, 1, rt.URL(), testPrefix(t, rt.URL()))
-	top.cli(t, "orgs", "create", "--slug", testOrg, "--name", "Failover test", "--environment", "live")
 	old := top.createClient(t, "events.subscribe")
 	for _, args := range [][]string{{old.ID, "1000000"}, {old.ID, "1000000", "--token"}} {
 		top.cli(t, append([]string{"clients", "set-rate-limit"}, args...)...)
