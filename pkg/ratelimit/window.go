@@ -34,7 +34,6 @@ const Buckets = 60
 const WindowLua = `
 local WL_SLOTS, WL_HEAD = 61, 22
 local WL_LEN = WL_HEAD + 4 * WL_SLOTS
-local WL_ZERO = string.rep('\0', WL_LEN)
 
 local function wl_now(now_ms)
   if now_ms >= 0 then return now_ms end
@@ -42,29 +41,46 @@ local function wl_now(now_ms)
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
-local function wl_get(s, pos, n)
-  local v = 0
-  for i = pos, pos + n - 1 do v = v * 256 + string.byte(s, i) end
-  return v
-end
-
-local function wl_put(v, n)
-  local t = {}
-  for i = n, 1, -1 do
-    local d = v % 256
-    t[i] = d
-    v = (v - d) / 256
-  end
-  return string.char(unpack(t, 1, n))
-end
-
 local function wl_slot(s, j)
-  return wl_get(s, WL_HEAD + 1 + 4 * (j % WL_SLOTS), 4)
+  local p = WL_HEAD + 1 + 4 * (j % WL_SLOTS)
+  local a, b, c, d = string.byte(s, p, p + 3)
+  return ((a * 256 + b) * 256 + c) * 256 + d
+end
+
+-- wl_b32 and wl_b48 split v into 4 and 6 big-endian bytes; the strings
+-- are made by one string.char each (smaller strings joined cost more).
+local function wl_b32(v)
+  local d = v % 256
+  v = (v - d) / 256
+  local c = v % 256
+  v = (v - c) / 256
+  local b = v % 256
+  return (v - b) / 256, b, c, d
+end
+
+local function wl_b48(v)
+  local lo = v % 4294967296
+  local hi = (v - lo) / 4294967296
+  local c, d, e, f = wl_b32(lo)
+  return (hi - hi % 256) / 256, hi % 256, c, d, e, f
+end
+
+local function wl_u32(v)
+  return string.char(wl_b32(v))
+end
+
+-- wl_header packs last, tail, total (6 bytes each) and b (4 bytes).
+local function wl_header(last, tail, total, b)
+  local l1, l2, l3, l4, l5, l6 = wl_b48(last)
+  local t1, t2, t3, t4, t5, t6 = wl_b48(tail)
+  local n1, n2, n3, n4, n5, n6 = wl_b48(total)
+  local b1, b2, b3, b4 = wl_b32(b)
+  return string.char(l1, l2, l3, l4, l5, l6, t1, t2, t3, t4, t5, t6, n1, n2, n3, n4, n5, n6, b1, b2, b3, b4)
 end
 
 local function wl_set(s, j, v)
   local p = WL_HEAD + 4 * (j % WL_SLOTS)
-  return string.sub(s, 1, p) .. wl_put(v, 4) .. string.sub(s, p + 5)
+  return string.sub(s, 1, p) .. wl_u32(v) .. string.sub(s, p + 5)
 end
 
 local function window_limit(key, limit, window_ms, now_ms)
@@ -72,22 +88,28 @@ local function window_limit(key, limit, window_ms, now_ms)
   if window_ms < 1 then window_ms = 1 end
   local b = math.floor((window_ms + 59) / 60)
   local s = redis.call('GET', key)
-  local last, tail, total = now_ms, 0, 0
-  if s and #s == WL_LEN and wl_get(s, 19, 4) == b then
-    last, tail, total = wl_get(s, 1, 6), wl_get(s, 7, 6), wl_get(s, 13, 6)
-    if now_ms < last then now_ms = last end
-  else
-    if s and #s == WL_LEN then total = wl_get(s, 13, 6) end
-    s = WL_ZERO
-    if total > 0 then
-      last, tail = now_ms, math.floor(now_ms / b)
-      s = wl_set(s, tail, total)
+  local last, tail, total, fresh = now_ms, 0, 0, true
+  if s and #s == WL_LEN then
+    local l1, l2, l3, l4, l5, l6, t1, t2, t3, t4, t5, t6, n1, n2, n3, n4, n5, n6, b1, b2, b3, b4 = string.byte(s, 1, WL_HEAD)
+    total = ((((n1 * 256 + n2) * 256 + n3) * 256 + n4) * 256 + n5) * 256 + n6
+    if ((b1 * 256 + b2) * 256 + b3) * 256 + b4 == b then
+      last = ((((l1 * 256 + l2) * 256 + l3) * 256 + l4) * 256 + l5) * 256 + l6
+      tail = ((((t1 * 256 + t2) * 256 + t3) * 256 + t4) * 256 + t5) * 256 + t6
+      fresh = false
+      if now_ms < last then now_ms = last end
     end
   end
   local k = math.floor(now_ms / b)
+  if fresh then
+    -- A new key, or a changed window: the old count, if any, goes into
+    -- the current bucket.
+    s = string.rep('\0', WL_LEN)
+    tail = k
+    if total > 0 then s = wl_set(s, k, total) end
+  end
   local j0 = math.floor((now_ms - window_ms + 1) / b)
   if total > 0 and j0 > math.floor(last / b) then
-    total, s = 0, WL_ZERO
+    total, s = 0, string.rep('\0', WL_LEN)
   end
   while total > 0 and (tail < j0 or wl_slot(s, tail) == 0) do
     local v = wl_slot(s, tail)
@@ -99,11 +121,20 @@ local function window_limit(key, limit, window_ms, now_ms)
   end
   if total == 0 then tail = k end
   if total < limit then
-    s = wl_set(s, k, wl_slot(s, k) + 1)
     total = total + 1
-    s = wl_put(now_ms, 6) .. wl_put(tail, 6) .. wl_put(total, 6) .. wl_put(b, 4) .. string.sub(s, WL_HEAD + 1)
-    redis.call('SET', key, s, 'PX', (k + 1) * b + window_ms - now_ms)
+    local p = WL_HEAD + 4 * (k % WL_SLOTS)
+    s = wl_header(now_ms, tail, total, b) ..
+      string.sub(s, WL_HEAD + 1, p) .. wl_u32(wl_slot(s, k) + 1) .. string.sub(s, p + 5)
+    if fresh or k ~= math.floor(last / b) then
+      redis.call('SET', key, s, 'PX', (k + 1) * b + window_ms - now_ms)
+    else
+      redis.call('SET', key, s, 'KEEPTTL')
+    end
     return 1, total, (tail + 1) * b + window_ms - 1 - now_ms
+  end
+  if fresh and total > 0 then
+    redis.call('SET', key, wl_header(now_ms, tail, total, b) .. string.sub(s, WL_HEAD + 1),
+      'PX', (k + 1) * b + window_ms - now_ms)
   end
   if limit <= 0 then return 0, total, window_ms end
   local rem, j = total, tail
