@@ -27,11 +27,20 @@ const Buckets = 60
 // refreshed on every admission to when its newest bucket leaves the window,
 // so idle keys vanish. The function touches only key. A change of window_ms
 // for a key carries its whole count into the current bucket (never admitting
-// too many). Limits up to 2^32-1 per bucket.
+// too many). A limit above 2^32-1 counts as 2^32-1.
 //
 // The string is encoded by hand (big-endian, string.byte/string.char) because
 // Redis's struct library is missing from miniredis, the in-process Redis.
 const WindowLua = `
+-- The string at key: a 22-byte header, then 61 4-byte counters (bucket j at
+-- slot j % 61), all big-endian:
+--   last (6 bytes): the time of the latest admission, in ms;
+--   tail (6): the oldest bucket with a non-zero count;
+--   total (6): the sum of the counters, as of the latest admission;
+--   b (4): the bucket length in ms the ring was written with.
+-- Every non-zero counter belongs to a bucket in [tail, last's bucket]:
+-- counters of buckets that leave are zeroed, so a slot is zero when its
+-- bucket comes round again.
 local WL_SLOTS, WL_HEAD = 61, 22
 local WL_LEN = WL_HEAD + 4 * WL_SLOTS
 
@@ -86,6 +95,7 @@ end
 local function window_limit(key, limit, window_ms, now_ms)
   now_ms = wl_now(now_ms)
   if window_ms < 1 then window_ms = 1 end
+  if limit > 4294967295 then limit = 4294967295 end
   local b = math.floor((window_ms + 59) / 60)
   local s = redis.call('GET', key)
   local last, tail, total, fresh = now_ms, 0, 0, true
@@ -107,10 +117,12 @@ local function window_limit(key, limit, window_ms, now_ms)
     tail = k
     if total > 0 then s = wl_set(s, k, total) end
   end
+  -- j0: the oldest bucket overlapping (now - window, now], counted whole.
   local j0 = math.floor((now_ms - window_ms + 1) / b)
   if total > 0 and j0 > math.floor(last / b) then
     total, s = 0, string.rep('\0', WL_LEN)
   end
+  -- Drop the buckets that left, then move tail to the oldest non-zero one.
   while total > 0 and (tail < j0 or wl_slot(s, tail) == 0) do
     local v = wl_slot(s, tail)
     if v > 0 then
@@ -125,6 +137,7 @@ local function window_limit(key, limit, window_ms, now_ms)
     local p = WL_HEAD + 4 * (k % WL_SLOTS)
     s = wl_header(now_ms, tail, total, b) ..
       string.sub(s, WL_HEAD + 1, p) .. wl_u32(wl_slot(s, k) + 1) .. string.sub(s, p + 5)
+    -- The key lives until its newest bucket leaves the window.
     if fresh or k ~= math.floor(last / b) then
       redis.call('SET', key, s, 'PX', (k + 1) * b + window_ms - now_ms)
     else
@@ -137,6 +150,8 @@ local function window_limit(key, limit, window_ms, now_ms)
       'PX', (k + 1) * b + window_ms - now_ms)
   end
   if limit <= 0 then return 0, total, window_ms end
+  -- Admitted again once the buckets up to the one holding the limit-th
+  -- newest counted request have left.
   local rem, j = total, tail
   while rem >= limit and j <= k do
     rem = rem - wl_slot(s, j)

@@ -2,6 +2,7 @@ package ratelimit_test
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -439,6 +440,19 @@ return {sliding_log(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV
 		}
 		if n := maxInAnyWindow(admitted, time.Minute); n != limit {
 			t.Fatalf("at most %d admitted in any minute, want exactly the limit %d", n, limit)
+		}
+	})
+}
+
+// TestWindowHugeLimit: a limit beyond the counters' 32 bits still admits.
+func TestWindowHugeLimit(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		clk := testclock.New(tAligned)
+		l := ratelimit.NewLimiter(rdb, math.MaxInt64, time.Minute, clk.Now)
+		for i := range 3 {
+			if d, err := l.Allow(t.Context(), prefix+"k"); err != nil || !d.Allowed || d.Count != int64(i+1) {
+				t.Fatalf("request %d: %+v, %v; want admitted", i+1, d, err)
+			}
 		}
 	})
 }
