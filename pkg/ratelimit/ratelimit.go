@@ -52,7 +52,8 @@ end
 // Decision is the outcome of one counted request.
 type Decision struct {
 	Allowed bool
-	// Count is the number of requests admitted in the current window.
+	// Count is the number of admitted requests counted now (see the package
+	// documentation), including this one when allowed.
 	Count int64
 	// Wait is, when refused, how long until a request would be admitted;
 	// when allowed, how long until the oldest admitted request leaves the

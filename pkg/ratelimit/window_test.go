@@ -232,7 +232,7 @@ func TestWindowProperty(t *testing.T) {
 
 func TestWindowPropertyLong(t *testing.T) {
 	redistest.Long(t)
-	testWindowProperty(t, map[string]int{"redis": 3000, "miniredis": 300})
+	testWindowProperty(t, map[string]int{"redis": 1500, "miniredis": 150})
 }
 
 // testWindowProperty runs random cases per backend (miniredis runs scripts
