@@ -55,9 +55,9 @@ type Decision struct {
 	// Count is the number of admitted requests counted now (see the package
 	// documentation), including this one when allowed.
 	Count int64
-	// Wait is, when refused, how long until a request would be admitted;
-	// when allowed, how long until the oldest admitted request leaves the
-	// window (the window's reset).
+	// Wait is, when refused, how long until a request would be admitted
+	// (with nothing admitted in between); when allowed, how long until the
+	// oldest counted request leaves the count (the window's reset).
 	Wait time.Duration
 }
 
