@@ -47,13 +47,16 @@
 // # What it costs, and why this structure
 //
 // Measured with BenchmarkAllow (a redis-server of its own, Redis 7.0.15, a
-// 2-core machine shared with other work, so the figures move from run to run:
-// compare within a run), Redis's own time per EVALSHA of a 10,000,000-a-minute
-// subject on the server's clock, after 20,000 requests: a script returning a
-// constant 1.9 us, the sliding log 19.9 us (2.5 MB of sorted set, growing
-// with every admitted request), WindowLua 13.7 us (392 bytes); a subject
-// whose every request opens a new bucket 11.1 us. Median of the SLOWLOG
-// durations; see BenchmarkAllow for the command.
+// 2-core machine shared with other work and heavily loaded at the time, so
+// the figures move from run to run: compare within a run), Redis's own time
+// per EVALSHA for a subject allowed 10,000,000 a minute, on the server's
+// clock, over 20,000 requests (mean of the middle half of the SLOWLOG
+// durations; INFO commandstats' usec_per_call, which counts preemption too,
+// in brackets): a script returning a constant 1.9 us (3.7), the sliding log
+// 19.9 us (34.3) with 2.5 MB of sorted set that grows with every admitted
+// request, WindowLua 13.7 us (18.8) with 392 bytes; for a subject whose
+// every request opens a new bucket, 11.1 us (17.0). The Go round trip
+// (ns/op) is dominated by the network and the client.
 //
 // Its steady cost is TIME, GET and SET KEEPTTL (SET PX when a new bucket
 // opens), plus reading the 22-byte header and one or two counters with
