@@ -27,7 +27,8 @@ const Buckets = 60
 // refreshed on every admission to when its newest bucket leaves the window,
 // so idle keys vanish. The function touches only key. A change of window_ms
 // for a key carries its whole count into the current bucket (never admitting
-// too many). A limit above 2^32-1 counts as 2^32-1.
+// too many). A limit above 2^32-1 counts as 2^32-1. It needs Redis 6.0 or
+// later (SET KEEPTTL).
 //
 // The string is encoded by hand (big-endian, string.byte/string.char) because
 // Redis's struct library is missing from miniredis, the in-process Redis.
