@@ -71,6 +71,7 @@ type env struct {
 	rate     *clock // rate limits; nil: the Redis server's clock
 	trust    clientip.Trust
 	failures int64 // per-address failure limit
+	legacy   bool  // Config.AcceptLegacySecrets of instances started from now on
 	logs     *syncBuffer
 	url      string // base URL of the first instance
 	srv      *Server
@@ -134,7 +135,7 @@ func (e *env) start(keys *accesstoken.KeySet) (string, *Server) {
 	rdb := e.rdb
 	s, err := NewServer(logger, Config{
 		Issuer: testIssuer, Audience: testAudience, Trust: e.trust, FailuresPerMinute: e.failures,
-		Now: e.now.Now, RateNow: rateNow, KeyPrefix: e.prefix,
+		Now: e.now.Now, RateNow: rateNow, KeyPrefix: e.prefix, AcceptLegacySecrets: e.legacy,
 	}, Deps{
 		Registry: e.store,
 		Keys:     keys,

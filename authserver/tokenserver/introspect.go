@@ -37,7 +37,7 @@ func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 		s.tokenError(ctx, w, r, credentials{}, err)
 		return
 	}
-	if !req.Client.Present {
+	if !req.Client.Present || !s.secretForm(ctx, req.Client.Secret) {
 		s.tokenError(ctx, w, r, req.Client, errInvalidClient)
 		return
 	}

@@ -29,6 +29,11 @@ type Config struct {
 	// address may cause in any minute before its requests are answered 429
 	// without being checked (0: DefaultFailuresPerMinute).
 	FailuresPerMinute int64
+	// AcceptLegacySecrets lets secrets issued before checksums (svc_cs_ and
+	// 43 base64url characters, see clients.LegacySecret) reach the lookup;
+	// off, they are refused like any secret whose checksum fails. It is the
+	// operator's transition switch until every such client was rotated.
+	AcceptLegacySecrets bool
 	// Now is the clock for token times (nil: time.Now).
 	Now func() time.Time
 	// RateNow is the clock of the rate limits (nil: the Redis server's).

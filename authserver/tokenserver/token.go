@@ -77,7 +77,7 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 		s.tokenError(ctx, w, r, req.Client, errUnsupportedGrant)
 		return
 	}
-	if !req.Client.Present {
+	if !req.Client.Present || !s.secretForm(ctx, req.Client.Secret) {
 		s.tokenError(ctx, w, r, req.Client, errInvalidClient)
 		return
 	}
@@ -103,6 +103,23 @@ func (s *Server) tokenError(ctx context.Context, w http.ResponseWriter, r *http.
 		s.countFailure(ctx, r)
 	}
 	writeOAuthError(ctx, s.log, w, creds, err)
+}
+
+// secretForm reports whether a presented secret may be looked up: its
+// checksum holds (clients.ValidSecret), or it has the pre-checksum form and
+// the operator still accepts those (Config.AcceptLegacySecrets; the access
+// record then says legacy_secret, so the operator sees who must rotate). A
+// secret refused here gets the same invalid_client as a wrong one and is
+// counted against the address like one, before any Redis lookup.
+func (s *Server) secretForm(ctx context.Context, secret string) bool {
+	if clients.ValidSecret(secret) {
+		return true
+	}
+	if s.cfg.AcceptLegacySecrets && clients.LegacySecret(secret) {
+		annotate(ctx, slog.Bool("legacy_secret", true))
+		return true
+	}
+	return false
 }
 
 // loggableID keeps a presented client id out of the logs unless it has the
