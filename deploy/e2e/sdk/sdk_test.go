@@ -307,7 +307,7 @@ func TestAPI429(t *testing.T) {
 func TestRedisDown(t *testing.T) {
 	t.Parallel()
 	srv := redistest.StartServer(t)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond, DialerRetries: 1})
 	t.Cleanup(func() { _ = rdb.Close() })
 	s := newStack(t, onRedis(rdb))
 	id, secret := s.client(clients.AudiencePharma, clients.ScopeEventsSubscribe)
