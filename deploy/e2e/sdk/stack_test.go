@@ -17,6 +17,7 @@ import (
 
 	"github.com/partnerapi/authplatform/authserver/tokenserver"
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
+	"github.com/partnerapi/authplatform/pkg/clientip"
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/logging"
 	"github.com/partnerapi/authplatform/pkg/partnerclient"
@@ -28,7 +29,7 @@ import (
 )
 
 const (
-	issuer    = "https://partner-api.sdk.test"
+	issuer    = "https://auth.example.com"
 	audience  = "partner-api"
 	pathMe    = "/api/v1/me/"
 	tokenPath = "/api/v1/oauth/token/"
@@ -80,7 +81,18 @@ type answer struct {
 
 type stackOption func(*stackCfg)
 
-type stackCfg struct{ rdb redis.UniversalClient }
+type stackCfg struct {
+	rdb   redis.UniversalClient
+	trust clientip.Trust
+}
+
+// trusting makes the servers believe X-Forwarded-For from loopback, so a
+// test can speak from many client addresses.
+func trusting() stackOption {
+	return func(c *stackCfg) {
+		c.trust, _ = clientip.ParseTrust("127.0.0.1/32")
+	}
+}
 
 // onRedis runs the stack on rdb instead of the shared test Redis.
 func onRedis(rdb redis.UniversalClient) stackOption { return func(c *stackCfg) { c.rdb = rdb } }
@@ -112,7 +124,7 @@ func newStack(t testing.TB, opts ...stackOption) *stack {
 	}
 	rdb := s.rdb
 	auth, err := tokenserver.NewServer(logger, tokenserver.Config{
-		Issuer: issuer, Audience: audience, Now: s.serverNow.Now, RateNow: s.rate.Now, KeyPrefix: prefix,
+		Issuer: issuer, Audience: audience, Now: s.serverNow.Now, RateNow: s.rate.Now, KeyPrefix: prefix, Trust: cfg.trust,
 	}, tokenserver.Deps{
 		Registry: s.store, Keys: keys, Redis: rdb,
 		Ready: func(ctx context.Context) error { return redisconn.Ping(ctx, rdb, time.Second) },
@@ -125,7 +137,7 @@ func newStack(t testing.TB, opts ...stackOption) *stack {
 		t.Fatal(err)
 	}
 	res := api.NewServer(logger, api.Config{
-		Issuer: issuer, Audience: audience, Now: s.serverNow.Now, RateLimitNow: s.rate.Now,
+		Issuer: issuer, Audience: audience, Now: s.serverNow.Now, RateLimitNow: s.rate.Now, TrustedProxies: cfg.trust,
 	}, api.Deps{Clients: s.store, Keys: accesstoken.StaticKeys{Set: keys.Public()}, Docs: docs, Redis: rdb})
 
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
