@@ -40,8 +40,8 @@ type page struct {
 // guides lists the hand-written pages in the order of llms.txt. Each Name is
 // the file guides/<Name>.md, whose first line is "# <Title>".
 var guides = []struct{ name, description string }{
-	{"quickstart", "Get a token with curl or Go (golang.org/x/oauth2/clientcredentials) and call GET /api/v1/me/."},
-	{"authentication", "Client credentials grant, HTTP Basic or form fields, token lifetime, caching and renewal, retrying on 401 and 429."},
+	{"quickstart", "Get a token with curl or the Go SDK (pkg/partnerclient) and call GET /api/v1/me/."},
+	{"authentication", "Client credentials and the secret format, the token format (svc_at_ + RFC 9068 JWT), caching and renewal, retrying on 401, 429 and 5xx, RFC 8414 metadata (no OIDC discovery)."},
 	{"scopes-and-audiences", "The four scopes, the partner audiences, and the rules that decide which scopes a token carries."},
 	{"errors", "The OAuth error format of the token endpoint, the detail format of the API, every status code and what to do."},
 	{"rate-limits", "120 API requests and 30 token requests per minute per client, RateLimit-* and Retry-After headers."},
