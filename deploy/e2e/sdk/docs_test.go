@@ -522,7 +522,7 @@ func TestDocsEqualTheWire(t *testing.T) {
 		documented[key] = append(documented[key], a)
 	}
 	var requests []block
-	pages := regexp.MustCompile(`\]\((?:` + regexp.QuoteMeta(s.url) + `)?/docs/([a-z-]+)\.md\)`).FindAllStringSubmatch(get("/llms.txt"), -1)
+	pages := regexp.MustCompile(`\]\((?:`+regexp.QuoteMeta(s.url)+`)?/docs/([a-z-]+)\.md\)`).FindAllStringSubmatch(get("/llms.txt"), -1)
 	if len(pages) < 7 {
 		t.Fatalf("llms.txt links %d pages", len(pages))
 	}
