@@ -24,6 +24,7 @@ import (
 	"github.com/partnerapi/authplatform/authserver/tokenserver"
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
 	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/partnerclient"
 	"github.com/partnerapi/authplatform/pkg/redistest"
 )
 
@@ -43,6 +44,10 @@ type docsFixture struct {
 	s      *stack
 	id     string
 	secret string
+	// down is a stack whose Redis was killed, with a client and a token
+	// of it (see downToken).
+	down                        *stack
+	downID, downSecret, downTok string
 	// addr hands each scenario a client address of its own, so one
 	// scenario's failed authentications never block another's.
 	addr int
@@ -216,23 +221,69 @@ func scenarios(f *docsFixture) map[string]func() reply {
 		"GET /docs/{page}.md 404": func() reply { return f.request(http.MethodGet, "/docs/nope.md", "", "") },
 		"GET /healthz 200":        func() reply { return f.request(http.MethodGet, "/healthz", "", "") },
 		"GET /readyz 200":         func() reply { return f.request(http.MethodGet, "/readyz", "", "") },
-		"GET /readyz 503": func() reply {
-			srv := redistest.StartServer(f.t)
-			rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond, DialerRetries: 1})
-			f.t.Cleanup(func() { _ = rdb.Close() })
-			down := newStack(f.t, onRedis(rdb))
-			srv.Kill()
-			resp, err := http.Get(down.url + "/readyz")
-			if err != nil {
-				f.t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			body, _ := io.ReadAll(resp.Body)
-			return reply{resp.StatusCode, resp.Header, body}
+		"GET /readyz 503":         func() reply { return f.onDown(http.MethodGet, "/readyz", "", "") },
+		"GET /api/v1/me/ 503": func() reply {
+			return f.onDown(http.MethodGet, pathMe, "", "", bearer(f.downToken()))
+		},
+		"POST /api/v1/oauth/token/ 503": func() reply {
+			f.downToken() // the stack first: its client's id and secret
+			return f.onDown(http.MethodPost, tokenPath, formType, grant, basicAuth(f.downID, f.downSecret))
+		},
+		"POST /api/v1/oauth/introspect/ 503": func() reply {
+			f.downToken() // the stack first: its client's id and secret
+			return f.onDown(http.MethodPost, "/api/v1/oauth/introspect/", formType, "token=x", basicAuth(f.downID, f.downSecret))
 		},
 		"token header": func() reply { return f.tokenPart(0) },
 		"token claims": func() reply { return f.tokenPart(1) },
 	}
+}
+
+// downToken starts, once, a second stack on a Redis of its own with a
+// client and its token, then kills that Redis: the stack of the 503s.
+func (f *docsFixture) downToken() string {
+	f.t.Helper()
+	if f.down != nil {
+		return f.downTok
+	}
+	srv := redistest.StartServer(f.t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond, DialerRetries: 1})
+	f.t.Cleanup(func() { _ = rdb.Close() })
+	f.down = newStack(f.t, onRedis(rdb))
+	f.downID, f.downSecret = f.down.client(clients.AudiencePharma, clients.ScopeEventsSubscribe)
+	ts, err := partnerclient.NewTokenSource(partnerclient.Config{BaseURL: f.down.url, ClientID: f.downID, ClientSecret: f.downSecret})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	tok, err := ts.Token()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.downTok = tok.AccessToken
+	srv.Kill()
+	return f.downTok
+}
+
+// onDown sends a request to the stack whose Redis is dead.
+func (f *docsFixture) onDown(method, path, contentType, body string, mods ...func(*http.Request)) reply {
+	f.t.Helper()
+	f.downToken()
+	req, err := http.NewRequest(method, f.down.url+path, strings.NewReader(body))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	for _, m := range mods {
+		m(req)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return reply{resp.StatusCode, resp.Header, b}
 }
 
 // notReproducible lists documented answers no request can cause on a
@@ -424,20 +475,23 @@ func compare(a docAnswer, r reply) []string {
 // openAPIAnswers reads every response example of the OpenAPI document,
 // keyed like the scenarios, with the headers that have an example.
 func openAPIAnswers(t *testing.T, doc []byte) map[string]docAnswer {
+	type response struct {
+		Ref     string                     `json:"$ref"`
+		Headers map[string]json.RawMessage `json:"headers"`
+		Content map[string]struct {
+			Example  json.RawMessage `json:"example"`
+			Examples map[string]struct {
+				Value json.RawMessage `json:"value"`
+			} `json:"examples"`
+		} `json:"content"`
+	}
 	var d struct {
 		Paths map[string]map[string]struct {
-			Responses map[string]struct {
-				Headers map[string]json.RawMessage `json:"headers"`
-				Content map[string]struct {
-					Example  json.RawMessage `json:"example"`
-					Examples map[string]struct {
-						Value json.RawMessage `json:"value"`
-					} `json:"examples"`
-				} `json:"content"`
-			} `json:"responses"`
+			Responses map[string]response `json:"responses"`
 		} `json:"paths"`
 		Components struct {
-			Headers map[string]json.RawMessage `json:"headers"`
+			Headers   map[string]json.RawMessage `json:"headers"`
+			Responses map[string]response        `json:"responses"`
 		} `json:"components"`
 	}
 	if err := json.Unmarshal(doc, &d); err != nil {
@@ -465,6 +519,13 @@ func openAPIAnswers(t *testing.T, doc []byte) map[string]docAnswer {
 	for path, ops := range d.Paths {
 		for method, op := range ops {
 			for status, resp := range op.Responses {
+				if resp.Ref != "" {
+					ref, ok := d.Components.Responses[strings.TrimPrefix(resp.Ref, "#/components/responses/")]
+					if !ok {
+						t.Fatalf("%s %s %s: unresolved %s", method, path, status, resp.Ref)
+					}
+					resp = ref
+				}
 				code, _ := strconv.Atoi(status)
 				hs := http.Header{}
 				for name, raw := range resp.Headers {
