@@ -694,3 +694,101 @@ func (f *docsFixture) httpRequest(b block) reply {
 	}
 	return f.send(req)
 }
+
+// TestOpenAPIRequestExamples sends every request body example of the
+// OpenAPI document, as written (the example client's id, secret and a real
+// token in place of the placeholders), and checks the server accepts it
+// with the answer the example promises.
+func TestOpenAPIRequestExamples(t *testing.T) {
+	s := newStack(t)
+	ctx := context.Background()
+	if _, err := s.store.CreateOrg(ctx, clients.OrgSpec{Slug: "sandbox-simulation", Name: "Sandbox Simulation", Environment: clients.EnvironmentSandbox}); err != nil {
+		t.Fatal(err)
+	}
+	f := &docsFixture{t: t, s: s}
+	f.id, f.secret = f.fresh()
+	resp, err := http.Get(s.url + "/api/v1/schema/?format=json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var d struct {
+		Paths map[string]map[string]struct {
+			RequestBody struct {
+				Content map[string]struct {
+					Example  map[string]string `json:"example"`
+					Examples map[string]struct {
+						Value map[string]string `json:"value"`
+					} `json:"examples"`
+				} `json:"content"`
+			} `json:"requestBody"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal(raw, &d); err != nil {
+		t.Fatal(err)
+	}
+	sent := 0
+	for path, ops := range d.Paths {
+		for method, op := range ops {
+			for ct, c := range op.RequestBody.Content {
+				examples := map[string]map[string]string{}
+				if c.Example != nil {
+					examples[""] = c.Example
+				}
+				for name, ex := range c.Examples {
+					examples[name] = ex.Value
+				}
+				for name, ex := range examples {
+					params := map[string]string{}
+					for k, v := range ex {
+						switch v {
+						case "svc_xxxxxxxx":
+							v = f.id
+						case "svc_cs_xxxxxxxx":
+							v = f.secret
+						case "svc_at_xxxxxxxx":
+							v = f.token(f.id, f.secret)
+						}
+						params[k] = v
+					}
+					var body string
+					if ct == "application/json" {
+						b, _ := json.Marshal(params)
+						body = string(b)
+					} else {
+						form := url.Values{}
+						for k, v := range params {
+							form.Set(k, v)
+						}
+						body = form.Encode()
+					}
+					var mods []func(*http.Request)
+					if _, inBody := params["client_secret"]; !inBody {
+						mods = append(mods, basicAuth(f.id, f.secret))
+					}
+					r := f.request(strings.ToUpper(method), path, ct, body, mods...)
+					sent++
+					var got map[string]any
+					_ = json.Unmarshal(r.Body, &got)
+					want := "programme.metrics.read events.subscribe"
+					if sc, ok := params["scope"]; ok {
+						want = sc
+					}
+					ok := r.Status == 200
+					if path == tokenPath {
+						ok = ok && got["scope"] == want && got["token_type"] == "Bearer"
+					} else {
+						ok = ok && got["active"] == true
+					}
+					if !ok {
+						t.Errorf("%s %s %s example %q: %d %s", method, path, ct, name, r.Status, r.Body)
+					}
+				}
+			}
+		}
+	}
+	if sent < 5 {
+		t.Fatalf("%d request examples sent, want the 5 of the document", sent)
+	}
+}

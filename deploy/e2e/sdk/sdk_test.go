@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strconv"
@@ -162,7 +163,10 @@ func TestRotationMidFlight(t *testing.T) {
 	t.Parallel()
 	s := newStack(t)
 	id, secret := s.client(clients.AudienceHospital, clients.ScopePatientsRead)
-	c, err := partnerclient.New(s.config(id, secret, &sleeper{}))
+	cfg := s.config(id, secret, &sleeper{})
+	var logs syncBuffer
+	cfg.Logger = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	c, err := partnerclient.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,6 +174,7 @@ func TestRotationMidFlight(t *testing.T) {
 	if _, err := c.Me(ctx); err != nil {
 		t.Fatal(err)
 	}
+	tok, _ := c.TokenSource().TokenContext(ctx)
 	_, fresh, err := s.store.RotateSecret(ctx, id)
 	if err != nil {
 		t.Fatal(err)
@@ -191,6 +196,10 @@ func TestRotationMidFlight(t *testing.T) {
 	if got := s.history(); !slices.Equal(got, want) {
 		t.Fatalf("answers:\n got %v\nwant %v", got, want)
 	}
+	// The SDK's logs tell what happened, never the secret or the token.
+	if l := logs.String(); !strings.Contains(l, "401, retrying once with a fresh token") || strings.Contains(l, secret) || strings.Contains(l, tok.AccessToken) || strings.Contains(l, "svc_cs_") {
+		t.Fatalf("SDK logs:\n%s", l)
+	}
 	// With the new secret, a new client works.
 	c2, err := partnerclient.New(s.config(id, fresh, &sleeper{}))
 	if err != nil {
@@ -198,6 +207,33 @@ func TestRotationMidFlight(t *testing.T) {
 	}
 	if _, err := c2.Me(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestAuthForm: client_secret_post, the option, works as Basic does.
+func TestAuthForm(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	id, secret := s.client(clients.AudiencePharma, clients.ScopeEventsSubscribe, clients.ScopeProgrammeMetricsRead)
+	cfg := s.config(id, secret, &sleeper{})
+	cfg.AuthStyle, cfg.Scopes = partnerclient.AuthForm, []string{clients.ScopeEventsSubscribe}
+	c, err := partnerclient.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	me, err := c.Me(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(me.Scopes, []string{clients.ScopeEventsSubscribe}) {
+		t.Fatalf("scopes %v, want the narrowed one", me.Scopes)
+	}
+	cfg.ClientSecret = clients.NewSecret()
+	wrong, _ := partnerclient.New(cfg)
+	_, err = wrong.Me(context.Background())
+	var te *partnerclient.TokenError
+	if !errors.As(err, &te) || te.Code != "invalid_client" {
+		t.Fatalf("wrong secret in the form: %v", err)
 	}
 }
 
