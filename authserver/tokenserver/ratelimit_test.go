@@ -159,8 +159,8 @@ func TestFailureLimitPerAddress(t *testing.T) {
 	from := func(addr string) func(*http.Request) { return header("X-Forwarded-For", addr) }
 	const attacker, bystander = "203.0.113.7", "198.51.100.9"
 
-	for i := range n {
-		r := post(t, e.url+PathToken, formType, grant(), basic(id, "svc_cs_guess"+strconv.Itoa(i)), from(attacker))
+	for range n {
+		r := post(t, e.url+PathToken, formType, grant(), basic(id, clients.NewSecret()), from(attacker))
 		wantStatus(t, r, http.StatusUnauthorized)
 		wantJSON(t, r, bodyInvalidClient)
 	}
@@ -192,16 +192,74 @@ func TestFailureLimitPerAddress(t *testing.T) {
 	// block the address on the other.
 	const spread = "203.0.113.8"
 	for _, base := range []string{e.url, e.url, other} {
-		wantStatus(t, post(t, base+PathToken, formType, grant(), basic(id, "svc_cs_guess"), from(spread)), http.StatusUnauthorized)
+		wantStatus(t, post(t, base+PathToken, formType, grant(), basic(id, clients.NewSecret()), from(spread)), http.StatusUnauthorized)
 	}
 	blocked(post(t, other+PathToken, formType, grant(), basic(id, secret), from(spread)), "60")
 
 	// Failed introspection callers count too.
 	const prober = "203.0.113.9"
 	for range n {
-		wantStatus(t, post(t, e.url+PathIntrospect, formType, form("token", "x"), basic(id, "svc_cs_guess"), from(prober)), http.StatusUnauthorized)
+		wantStatus(t, post(t, e.url+PathIntrospect, formType, form("token", "x"), basic(id, clients.NewSecret()), from(prober)), http.StatusUnauthorized)
 	}
 	blocked(post(t, e.url+PathToken, formType, grant(), basic(id, secret), from(prober)), "60")
+}
+
+// TestFailuresNeverLockOutANeighbour: behind one address (a hospital's
+// NAT), a stale integration keeps sending a rotated secret; its client is
+// refused once its budget is spent, but a neighbour's client from the same
+// address gets every token it asks for, on both replicas. A storm of
+// unknown ids from that address meets the address's ceiling, and still the
+// neighbour's valid credentials pass.
+func TestFailuresNeverLockOutANeighbour(t *testing.T) {
+	t.Parallel()
+	const budget, ceiling = 3, 5
+	e := newEnv(t, withTrust("127.0.0.1/32"), withFailures(budget), withCeiling(ceiling))
+	other, _ := e.start(e.keys)
+	stale, _ := e.client(clients.AudiencePharma, clients.ScopeEventsSubscribe)
+	neighbour, neighbourSecret := e.client(clients.AudienceHospital, clients.ScopeEventsSubscribe)
+	if _, err := e.store.SetTokenRateLimit(t.Context(), neighbour, 1000); err != nil {
+		t.Fatal(err)
+	}
+	nat := header("X-Forwarded-For", "203.0.113.50")
+
+	issued := 0
+	for i := range 40 {
+		base := []string{e.url, other}[i%2]
+		r := post(t, base+PathToken, formType, grant(), basic(stale, clients.NewSecret()), nat)
+		if i < budget {
+			wantStatus(t, r, http.StatusUnauthorized)
+			wantJSON(t, r, bodyInvalidClient)
+		} else {
+			wantStatus(t, r, http.StatusTooManyRequests)
+			wantJSON(t, r, bodyBlocked)
+		}
+		tokenReply(t, post(t, base+PathToken, formType, grant(), basic(neighbour, neighbourSecret), nat), "events.subscribe")
+		issued++
+		e.rate.Add(time.Second)
+	}
+	if issued != 40 {
+		t.Fatalf("the neighbour got %d of 40 tokens", issued)
+	}
+
+	// Unknown ids from the same address: invalid_client up to the ceiling,
+	// then slow_down; the neighbour is still served.
+	for i := range ceiling + 3 {
+		r := post(t, e.url+PathToken, formType, grant(), basic(clients.NewClientID(), "svc_cs_x"), nat)
+		if i < ceiling {
+			wantStatus(t, r, http.StatusUnauthorized)
+			wantJSON(t, r, bodyInvalidClient)
+			continue
+		}
+		wantStatus(t, r, http.StatusTooManyRequests)
+		wantJSON(t, r, bodyBlocked)
+		if ra := r.Header.Get("Retry-After"); ra == "" || ra == "0" {
+			t.Errorf("ceiling's 429 Retry-After = %q", ra)
+		}
+	}
+	tokenReply(t, post(t, e.url+PathToken, formType, grant(), basic(neighbour, neighbourSecret), nat), "events.subscribe")
+	// Malformed requests count against the ceiling too.
+	r := post(t, e.url+PathToken, formType, "grant_type=client_credentials&grant_type=x", basic(neighbour, neighbourSecret), nat)
+	wantStatus(t, r, http.StatusTooManyRequests)
 }
 
 // TestFailureLimitIgnoresUntrustedForwarding: without a trusted proxy,
@@ -212,7 +270,7 @@ func TestFailureLimitIgnoresUntrustedForwarding(t *testing.T) {
 	e := newEnv(t, withFailures(n))
 	id, secret := e.client(clients.AudiencePharma)
 	for i := range n {
-		r := post(t, e.url+PathToken, formType, grant(), basic(id, "svc_cs_guess"), header("X-Forwarded-For", "192.0.2."+strconv.Itoa(i+1)))
+		r := post(t, e.url+PathToken, formType, grant(), basic(id, clients.NewSecret()), header("X-Forwarded-For", "192.0.2."+strconv.Itoa(i+1)))
 		wantStatus(t, r, http.StatusUnauthorized)
 	}
 	r := post(t, e.url+PathToken, formType, grant(), basic(id, secret), header("X-Forwarded-For", "192.0.2.200"))

@@ -126,7 +126,7 @@ func newStack(t testing.TB, opts ...stackOption) *stack {
 	auth, err := tokenserver.NewServer(logger, tokenserver.Config{
 		Issuer: issuer, Audience: audience, Now: s.serverNow.Now, RateNow: s.rate.Now, KeyPrefix: prefix, Trust: cfg.trust,
 	}, tokenserver.Deps{
-		Registry: s.store, Keys: keys, Redis: rdb,
+		Registry: s.store, Keys: keys,
 		Ready: func(ctx context.Context) error { return redisconn.Ping(ctx, rdb, time.Second) },
 	})
 	if err != nil {
