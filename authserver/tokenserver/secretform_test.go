@@ -41,6 +41,9 @@ func TestSecretChecksumRefusedBeforeLookup(t *testing.T) {
 	if got := e.store.DigestChecks(); got != checks {
 		t.Errorf("%d secret comparisons for refused secrets, want 0: the registry was read", got-checks)
 	}
+	if logs := e.logs.String(); !strings.Contains(logs, `"secret_checksum_failed":true`) || strings.Contains(logs, flipped) {
+		t.Errorf("access records lack secret_checksum_failed, or hold the secret:\n%s", logs)
+	}
 	// The ceiling never refuses valid credentials.
 	tokenReply(t, post(t, e.url+PathToken, formType, form("grant_type", "client_credentials"), basic(id, secret), from("192.0.2.2")), clients.ScopeEventsSubscribe)
 	// Introspection refuses them the same way.
