@@ -27,6 +27,8 @@ type serveConfig struct {
 	RedisURL       string
 	TrustedProxies string
 	LogLevel       string
+	// AcceptLegacySecrets: see tokenserver.Config.AcceptLegacySecrets.
+	AcceptLegacySecrets bool
 }
 
 func (c serveConfig) Validate() error {
@@ -59,6 +61,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	fs.StringVar(&cfg.RedisURL, "redis-url", getenv("REDIS_URL"), "Redis URL")
 	fs.StringVar(&cfg.TrustedProxies, "trusted-proxies", getenv("TRUSTED_PROXIES"), "comma-separated proxy CIDRs whose forwarded headers are trusted")
 	fs.StringVar(&cfg.LogLevel, "log-level", getenv("LOG_LEVEL"), "debug, info, warn or error")
+	fs.BoolVar(&cfg.AcceptLegacySecrets, "accept-legacy-secrets", getenv("ACCEPT_LEGACY_SECRETS") == "true",
+		"also accept client secrets issued before checksums (until every such client is rotated)")
 	if pos, err := parseFlags(fs, args); err != nil {
 		return err
 	} else if len(pos) > 0 {
@@ -81,7 +85,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	defer rdb.Close()
 	trust, _ := clientip.ParseTrust(cfg.TrustedProxies)
-	h, err := tokenserver.NewServer(logger, tokenserver.Config{Issuer: cfg.Issuer, Audience: cfg.Audience, Trust: trust, KeyPrefix: getenv("REDIS_KEY_PREFIX")},
+	h, err := tokenserver.NewServer(logger, tokenserver.Config{Issuer: cfg.Issuer, Audience: cfg.Audience, Trust: trust, KeyPrefix: getenv("REDIS_KEY_PREFIX"),
+		AcceptLegacySecrets: cfg.AcceptLegacySecrets},
 		tokenserver.Deps{
 			Registry: clients.NewStore(rdb, getenv("REDIS_KEY_PREFIX"), nil),
 			Keys:     keys,

@@ -166,8 +166,8 @@ func TestFailureLimitPerAddress(t *testing.T) {
 	from := func(addr string) func(*http.Request) { return header("X-Forwarded-For", addr) }
 	const attacker, bystander = "203.0.113.7", "198.51.100.9"
 
-	for i := range n {
-		r := post(t, e.url+PathToken, formType, grant(), basic(id, "svc_cs_guess"+strconv.Itoa(i)), from(attacker))
+	for range n {
+		r := post(t, e.url+PathToken, formType, grant(), basic(id, clients.NewSecret()), from(attacker))
 		wantStatus(t, r, http.StatusUnauthorized)
 		wantJSON(t, r, bodyInvalidClient)
 	}
@@ -200,14 +200,14 @@ func TestFailureLimitPerAddress(t *testing.T) {
 	// block the address on the other.
 	const spread = "203.0.113.8"
 	for _, base := range []string{e.url, e.url, other} {
-		wantStatus(t, post(t, base+PathToken, formType, grant(), basic(id, "svc_cs_guess"), from(spread)), http.StatusUnauthorized)
+		wantStatus(t, post(t, base+PathToken, formType, grant(), basic(id, clients.NewSecret()), from(spread)), http.StatusUnauthorized)
 	}
 	blocked(post(t, other+PathToken, formType, grant(), basic(id, secret), from(spread)), "61")
 
 	// Failed introspection callers count too.
 	const prober = "203.0.113.9"
 	for range n {
-		wantStatus(t, post(t, e.url+PathIntrospect, formType, form("token", "x"), basic(id, "svc_cs_guess"), from(prober)), http.StatusUnauthorized)
+		wantStatus(t, post(t, e.url+PathIntrospect, formType, form("token", "x"), basic(id, clients.NewSecret()), from(prober)), http.StatusUnauthorized)
 	}
 	blocked(post(t, e.url+PathToken, formType, grant(), basic(id, secret), from(prober)), "61")
 }
@@ -233,7 +233,7 @@ func TestFailuresNeverLockOutANeighbour(t *testing.T) {
 	issued := 0
 	for i := range 40 {
 		base := []string{e.url, other}[i%2]
-		r := post(t, base+PathToken, formType, grant(), basic(stale, "svc_cs_rotated_away"), nat)
+		r := post(t, base+PathToken, formType, grant(), basic(stale, clients.NewSecret()), nat)
 		if i < budget {
 			wantStatus(t, r, http.StatusUnauthorized)
 			wantJSON(t, r, bodyInvalidClient)
@@ -278,7 +278,7 @@ func TestFailureLimitIgnoresUntrustedForwarding(t *testing.T) {
 	e := newEnv(t, withFailures(n))
 	id, secret := e.client(clients.AudiencePharma)
 	for i := range n {
-		r := post(t, e.url+PathToken, formType, grant(), basic(id, "svc_cs_guess"), header("X-Forwarded-For", "192.0.2."+strconv.Itoa(i+1)))
+		r := post(t, e.url+PathToken, formType, grant(), basic(id, clients.NewSecret()), header("X-Forwarded-For", "192.0.2."+strconv.Itoa(i+1)))
 		wantStatus(t, r, http.StatusUnauthorized)
 	}
 	r := post(t, e.url+PathToken, formType, grant(), basic(id, secret), header("X-Forwarded-For", "192.0.2.200"))
