@@ -27,7 +27,7 @@ const (
 // Defaults of Config.
 const (
 	DefaultRenewBefore = 60 * time.Second
-	DefaultMaxWait     = 60 * time.Second
+	DefaultMaxWait     = 61 * time.Second // the servers' longest Retry-After for a full minute
 	DefaultMaxRetries  = 3
 	DefaultBaseDelay   = 500 * time.Millisecond
 	DefaultMaxDelay    = 8 * time.Second

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/ratelimit"
 )
 
 // problem is a failure the client is told about: the status, the detail it
@@ -80,6 +82,20 @@ var (
 	errKeysNotReady  = &problem{status: http.StatusServiceUnavailable, detail: "signing keys unavailable", retryAfter: "5"}
 	errInternal      = &problem{status: http.StatusInternalServerError, detail: "internal error"}
 )
+
+// rateLimited is the 429 of a refused request: Retry-After is the spec's 60
+// (Limits), or the limiter's own wait when that is longer: package ratelimit
+// counts the oldest second in full, so a request can be admitted again up
+// to 61 s after the window filled, and a client that waits Retry-After
+// seconds is always admitted.
+func rateLimited(d ratelimit.Decision) *problem {
+	if d.RetryAfterSeconds() <= 60 {
+		return errRateLimited
+	}
+	p := *errRateLimited
+	p.retryAfter = strconv.FormatInt(d.RetryAfterSeconds(), 10)
+	return &p
+}
 
 // insufficientScope is the 403 of a token without scope (RFC 6750 section
 // 3.1, insufficient_scope; spec: Scopes, rule 3).

@@ -159,7 +159,7 @@ func (s *server) authenticate(c *gin.Context) {
 		c.Next()
 	case clients.Limited:
 		setRateLimitHeaders(c, adm.Description.RateLimitPerMinute, adm.Decision)
-		s.fail(c, fmt.Errorf("%w: client %s", errRateLimited, claims.ClientID))
+		s.fail(c, fmt.Errorf("%w: client %s", rateLimited(adm.Decision), claims.ClientID))
 	case clients.Dead:
 		s.fail(c, fmt.Errorf("%w: client %s revoked or credentials rotated", errInvalidToken, claims.ClientID))
 	default:
