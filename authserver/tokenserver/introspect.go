@@ -34,6 +34,9 @@ func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 	}
 	req, err := parseClientRequest(r)
 	if err != nil {
+		if costly(err) {
+			s.countFailure(ctx, r)
+		}
 		s.tokenError(ctx, w, r, credentials{}, err)
 		return
 	}
