@@ -79,4 +79,3 @@ func TestParameterCap(t *testing.T) {
 	wantJSON(t, r, bodyBlocked)
 	tokenReply(t, post(t, e.url+PathToken, formType, grant(), basic(id, secret), from("198.51.100.78")), "events.subscribe")
 }
-
