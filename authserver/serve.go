@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"time"
 
 	"github.com/partnerapi/authplatform/authserver/tokenserver"
@@ -27,6 +28,7 @@ type serveConfig struct {
 	RedisURL       string
 	TrustedProxies string
 	LogLevel       string
+	MaxConns       int // 0: httpserver.DefaultMaxConns (from RLIMIT_NOFILE)
 }
 
 func (c serveConfig) Validate() error {
@@ -46,6 +48,9 @@ func (c serveConfig) Validate() error {
 	if _, err := clientip.ParseTrust(c.TrustedProxies); err != nil {
 		errs = append(errs, err)
 	}
+	if c.MaxConns < 0 {
+		errs = append(errs, errors.New("--max-conns (MAX_CONNS) must not be negative"))
+	}
 	return errors.Join(errs...)
 }
 
@@ -59,10 +64,18 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	fs.StringVar(&cfg.RedisURL, "redis-url", getenv("REDIS_URL"), "Redis URL")
 	fs.StringVar(&cfg.TrustedProxies, "trusted-proxies", getenv("TRUSTED_PROXIES"), "comma-separated proxy CIDRs whose forwarded headers are trusted")
 	fs.StringVar(&cfg.LogLevel, "log-level", getenv("LOG_LEVEL"), "debug, info, warn or error")
+	maxConns := fs.String("max-conns", getenv("MAX_CONNS"), "connections served at once (default: from the open file limit)")
 	if pos, err := parseFlags(fs, args); err != nil {
 		return err
 	} else if len(pos) > 0 {
 		return usagef("serve takes no arguments")
+	}
+	if *maxConns != "" {
+		n, err := strconv.Atoi(*maxConns)
+		if err != nil {
+			return usagef("--max-conns (MAX_CONNS) %q: want a number", *maxConns)
+		}
+		cfg.MaxConns = n
 	}
 	if err := cfg.Validate(); err != nil {
 		return usageError{err.Error()}
@@ -100,5 +113,5 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	logger.Info("token service listening", "addr", ln.Addr().String(), "issuer", cfg.Issuer, "signing_kid", keys.SigningKeyID())
 	fmt.Fprintf(stdout, "authserver listening on http://%s\n", ln.Addr())
-	return httpserver.Serve(ctx, ln, h, logger)
+	return httpserver.Serve(ctx, ln, h, logger, httpserver.MaxConns(cfg.MaxConns))
 }
