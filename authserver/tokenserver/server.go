@@ -3,9 +3,9 @@ package tokenserver
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-oauth2/oauth2/v4/server"
@@ -76,12 +76,11 @@ type Server struct {
 	cfg      Config
 	reg      registry
 	oauth    *server.Server
-	verifier *accesstoken.Verifier
-	verified *lru.Cache[string, *accesstoken.Claims]
+	keys     atomic.Pointer[keyState]
+	verified *lru.Cache[string, verifiedToken]
 	failures *ratelimit.Limiter
 	blocks   *lru.Cache[string, time.Time]
 	ready    func(ctx context.Context) error
-	jwks     []byte
 	meta     []byte
 	mux      http.Handler
 }
@@ -100,14 +99,6 @@ func NewServer(logger *slog.Logger, cfg Config, deps Deps) (*Server, error) {
 	if cfg.FailuresPerMinute == 0 {
 		cfg.FailuresPerMinute = DefaultFailuresPerMinute
 	}
-	issuer, err := accesstoken.NewIssuer(deps.Keys, cfg.Issuer, cfg.Audience)
-	if err != nil {
-		return nil, err
-	}
-	jwks, err := deps.Keys.PublicJSON()
-	if err != nil {
-		return nil, fmt.Errorf("jwks: %w", err)
-	}
 	meta, err := buildMetadata(cfg.Issuer)
 	if err != nil {
 		return nil, err
@@ -116,17 +107,19 @@ func NewServer(logger *slog.Logger, cfg Config, deps Deps) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	verified, err := lru.New[string, *accesstoken.Claims](verifiedCacheSize)
+	verified, err := lru.New[string, verifiedToken](verifiedCacheSize)
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{
 		log: logger, cfg: cfg, reg: deps.Registry,
-		oauth:    newOAuth(deps.Registry, issuer, cfg),
-		verifier: accesstoken.NewVerifier(accesstoken.StaticKeys{Set: deps.Keys.Public()}, cfg.Issuer, cfg.Audience, cfg.Now),
 		verified: verified,
-		failures: ratelimit.NewLimiter(deps.Redis, cfg.FailuresPerMinute, time.Minute, cfg.RateNow), blocks: blocks, ready: deps.Ready, jwks: jwks, meta: meta,
+		failures: ratelimit.NewLimiter(deps.Redis, cfg.FailuresPerMinute, time.Minute, cfg.RateNow), blocks: blocks, ready: deps.Ready, meta: meta,
 	}
+	if err := s.UseKeys(deps.Keys, nil); err != nil {
+		return nil, err
+	}
+	s.oauth = newOAuth(deps.Registry, &s.keys, cfg)
 	s.mux = s.middleware(newRouter(s.routes()))
 	return s, nil
 }
@@ -139,6 +132,10 @@ func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
+	if s.keys.Load().issuer == nil {
+		writeDetail(w, http.StatusServiceUnavailable, http.Header{"Retry-After": {"5"}, "Cache-Control": {"no-store"}}, "signing key withdrawn")
+		return
+	}
 	if err := s.ready(r.Context()); err != nil {
 		s.log.WarnContext(r.Context(), "not ready", "err", err)
 		writeDetail(w, http.StatusServiceUnavailable, http.Header{"Retry-After": {"5"}, "Cache-Control": {"no-store"}}, "redis unavailable")

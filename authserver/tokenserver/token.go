@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-oauth2/oauth2/v4"
@@ -27,12 +28,12 @@ type registry interface {
 const maxScopeTokens = 16
 
 // newOAuth builds the go-oauth2 server for the client credentials grant.
-func newOAuth(reg registry, issuer *accesstoken.Issuer, cfg Config) *server.Server {
+func newOAuth(reg registry, keys *atomic.Pointer[keyState], cfg Config) *server.Server {
 	m := manage.NewManager()
 	m.SetClientTokenCfg(&manage.Config{AccessTokenExp: accesstoken.Lifetime})
 	m.MapClientStorage(clientStore{reg: reg})
 	m.MapTokenStorage(selfContained{})
-	m.MapAccessGenerate(&generator{reg: reg, issuer: issuer, now: cfg.Now, rateNow: cfg.RateNow})
+	m.MapAccessGenerate(&generator{reg: reg, keys: keys, now: cfg.Now, rateNow: cfg.RateNow})
 
 	scfg := server.NewConfig()
 	scfg.AllowedGrantTypes = []oauth2.GrantType{oauth2.ClientCredentials}
@@ -175,7 +176,7 @@ func (selfContained) GetByRefresh(context.Context, string) (oauth2.TokenInfo, er
 // limit live here: a wrong secret never learns what a client holds.
 type generator struct {
 	reg     registry
-	issuer  *accesstoken.Issuer
+	keys    *atomic.Pointer[keyState]
 	now     func() time.Time
 	rateNow func() time.Time
 }
@@ -202,7 +203,11 @@ func (g *generator) Token(ctx context.Context, data *oauth2.GenerateBasic, _ boo
 	case clients.Limited:
 		return "", "", &slowDown{retryAfter: adm.Decision.RetryAfterSeconds()}
 	}
-	token, _, err := g.issuer.Issue(accesstoken.Grant{ClientID: cred.ClientID, Scope: granted, Generation: cred.Generation, Now: g.now()})
+	issuer := g.keys.Load().issuer
+	if issuer == nil {
+		return "", "", errNoSigningKey
+	}
+	token, _, err := issuer.Issue(accesstoken.Grant{ClientID: cred.ClientID, Scope: granted, Generation: cred.Generation, Now: g.now()})
 	if err != nil {
 		return "", "", err
 	}
