@@ -104,6 +104,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
+	defer watchWithdrawals(ctx, rdb, getenv("REDIS_KEY_PREFIX"), cfg.KeysFile, keys, h, logger).Close()
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)

@@ -226,6 +226,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		_ = keys.Close(sctx)
 	}()
 
+	// Withdrawn signing keys (authserver keys withdraw): refused from the
+	// moment the notice arrives, and the JWKS fetched again.
+	withdrawals := watchWithdrawals(keysCtx, rdb, cfg.KeyPrefix, keys, logger)
+	defer withdrawals.Close()
+
 	docs, err := apidocs.New(cfg.BaseURL)
 	if err != nil {
 		return err
@@ -236,7 +241,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		TrustedProxies: cfg.trust,
 	}, api.Deps{
 		Clients: clients.NewStore(rdb, cfg.KeyPrefix, nil),
-		Keys:    keys,
+		Keys:    withdrawals.Filter(keys),
 		Docs:    docs,
 		Redis:   rdb,
 	})

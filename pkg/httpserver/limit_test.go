@@ -65,7 +65,9 @@ func serveLimited(t *testing.T, max int) (*peakListener, string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
-	go func() { served <- httpserver.Serve(ctx, pl, h, slog.New(slog.DiscardHandler), httpserver.MaxConns(max)) }()
+	go func() {
+		served <- httpserver.Serve(ctx, pl, h, slog.New(slog.DiscardHandler), httpserver.MaxConns(max))
+	}()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-served; err != nil {
@@ -238,7 +240,7 @@ func TestContentLengthWithTransferEncoding(t *testing.T) {
 	}{
 		{"CL and TE", parts("POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 14\r\nTransfer-Encoding: chunked\r\n\r\n" + chunkedBody + next), 1, true},
 		{"TE and CL, other case and order", parts("POST /x HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\ncontent-length: 0\r\n\r\n" + chunkedBody + next), 1, true},
-		{"CL and TE on the second request", parts("POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nab", "POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 14\r\nTransfer-Encoding: chunked\r\n\r\n" + chunkedBody + next), 2, true},
+		{"CL and TE on the second request", parts("POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nab", "POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 14\r\nTransfer-Encoding: chunked\r\n\r\n"+chunkedBody+next), 2, true},
 		{"CL only", parts("POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello" + next), 2, false},
 		{"TE only", parts("POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" + chunkedBody + next), 2, false},
 		{"CL body that looks like a CL+TE head", parts(fmt.Sprintf("POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", len(fakeHead), fakeHead) + next), 2, false},
