@@ -143,6 +143,12 @@ func (s *Store) Watch(ctx context.Context, opt WatchOptions) *Watcher {
 	ctx, cancel := context.WithCancel(ctx)
 	w := &Watcher{store: s, opt: opt, cancel: cancel, done: make(chan struct{})}
 	w.state.Store(&State{Kids: map[string]bool{}})
+	// Subscribed before the first read, so that no withdrawal falls
+	// between the two; Receive waits for Redis to confirm the subscription.
+	sub := s.rdb.Subscribe(ctx, s.channel)
+	if _, err := sub.ReceiveTimeout(ctx, readTimeout); err != nil {
+		opt.Logger.Warn("subscribe to withdrawn signing keys; polling meanwhile", "err", err)
+	}
 	rctx, rcancel := context.WithTimeout(ctx, readTimeout)
 	if st, err := s.Read(rctx); err != nil {
 		opt.Logger.Warn("withdrawn signing keys not read yet", "err", err)
@@ -151,7 +157,7 @@ func (s *Store) Watch(ctx context.Context, opt WatchOptions) *Watcher {
 	}
 	rcancel()
 	opt.OnChange(*w.state.Load())
-	go w.run(ctx)
+	go w.run(ctx, sub)
 	return w
 }
 
@@ -167,9 +173,8 @@ func (w *Watcher) Close() {
 	<-w.done
 }
 
-func (w *Watcher) run(ctx context.Context) {
+func (w *Watcher) run(ctx context.Context, sub *redis.PubSub) {
 	defer close(w.done)
-	sub := w.store.rdb.Subscribe(ctx, w.store.channel)
 	defer sub.Close()
 	msgs := sub.Channel()
 	tick := time.NewTicker(w.opt.PollInterval)
@@ -179,7 +184,7 @@ func (w *Watcher) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-msgs:
-			w.refresh(ctx, -1)
+			w.refresh(ctx)
 		case <-tick.C:
 			rctx, cancel := context.WithTimeout(ctx, readTimeout)
 			v, err := w.store.readVersion(rctx)
@@ -191,14 +196,14 @@ func (w *Watcher) run(ctx context.Context) {
 				continue
 			}
 			if v != w.state.Load().Version {
-				w.refresh(ctx, v)
+				w.refresh(ctx)
 			}
 		}
 	}
 }
 
 // refresh re-reads the state and reports a change.
-func (w *Watcher) refresh(ctx context.Context, _ int64) {
+func (w *Watcher) refresh(ctx context.Context) {
 	rctx, cancel := context.WithTimeout(ctx, readTimeout)
 	st, err := w.store.Read(rctx)
 	cancel()
