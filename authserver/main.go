@@ -9,6 +9,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/partnerapi/authplatform/pkg/clients"
 )
 
 func main() {
@@ -17,12 +19,27 @@ func main() {
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "authserver: "+oneLine(err))
-		var u usageError
-		if errors.As(err, &u) {
-			os.Exit(2)
-		}
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
+}
+
+// Exit statuses.
+const (
+	exitFailure       = 1 // the command failed
+	exitUsage         = 2 // the command line is wrong
+	exitNotReplicated = 3 // a change is on the primary, not confirmed by a replica
+)
+
+// exitCode maps a command's error to the process's exit status.
+func exitCode(err error) int {
+	var u usageError
+	switch {
+	case errors.As(err, &u):
+		return exitUsage
+	case errors.Is(err, clients.ErrNotReplicated):
+		return exitNotReplicated
+	}
+	return exitFailure
 }
 
 // usageError is a command line mistake (exit status 2).

@@ -56,15 +56,11 @@ func operatorCommand(ctx context.Context, group string, args []string, getenv fu
 		return usagef("%s %s takes %d argument(s), got %d", group, sub, wantArgs, len(pos))
 	}
 
-	rdb, err := redisconn.Open(getenv("REDIS_URL"))
+	store, closeStore, err := openRegistry(ctx, getenv)
 	if err != nil {
-		return usageError{err.Error()}
+		return err
 	}
-	defer rdb.Close()
-	if err := redisconn.Ping(ctx, rdb, 3*time.Second); err != nil {
-		return fmt.Errorf("cannot reach Redis (REDIS_URL): %v", err)
-	}
-	store := clients.NewStore(rdb, getenv("REDIS_KEY_PREFIX"), nil)
+	defer closeStore()
 	out := output{w: stdout, json: *asJSON}
 
 	switch group + " " + sub {
@@ -162,6 +158,29 @@ func operatorCommand(ctx context.Context, group string, args []string, getenv fu
 		return out.seed(o, seeded)
 	}
 	return nil
+}
+
+// openRegistry opens the registry in REDIS_URL for an operator command.
+// Every change waits for the replicas the URL asks for (confirm_replicas:
+// one by default on a Sentinel or Cluster URL), so that a command never
+// reports as done a change that a failover could undo.
+func openRegistry(ctx context.Context, getenv func(string) string) (*clients.Store, func(), error) {
+	url := getenv("REDIS_URL")
+	confirm, err := redisconn.ConfirmationOf(url)
+	if err != nil {
+		return nil, nil, usageError{err.Error()}
+	}
+	rdb, err := redisconn.Open(url)
+	if err != nil {
+		return nil, nil, usageError{err.Error()}
+	}
+	if err := redisconn.Ping(ctx, rdb, 3*time.Second); err != nil {
+		_ = rdb.Close()
+		return nil, nil, fmt.Errorf("cannot reach Redis (REDIS_URL): %v", err)
+	}
+	store := clients.NewStore(rdb, getenv("REDIS_KEY_PREFIX"), nil)
+	store.ConfirmWrites(confirm)
+	return store, func() { _ = rdb.Close() }, nil
 }
 
 // output prints for people, or JSON with --json.
