@@ -42,7 +42,7 @@ func TestKeyWithdrawal(t *testing.T) {
 		top.wantMe(t, rs.base, old, c.ID) // verified and cached
 	}
 	for _, as := range top.auth {
-		if !top.introspect(t, as.base, c, old) {
+		if !top.introspectAt(t, as.base, c, old) {
 			t.Fatalf("%s: the K1 token is inactive before the withdrawal", as)
 		}
 	}
@@ -84,7 +84,7 @@ func TestKeyWithdrawal(t *testing.T) {
 	// longer published, and they sign with K2 (they reloaded the file).
 	for _, as := range top.auth {
 		deadline := time.Now().Add(withdrawalDeadline)
-		for top.introspect(t, as.base, c, old) {
+		for top.introspectAt(t, as.base, c, old) {
 			if time.Now().After(deadline) {
 				t.Fatalf("%s: the K1 token still active at introspection", as)
 			}
@@ -128,9 +128,9 @@ func kidOf(t *testing.T, token string) string {
 	return h.Kid
 }
 
-// introspect asks the token service at base whether token is active,
+// introspectAt asks the token service at base whether token is active,
 // authenticating as c.
-func (top *topology) introspect(t *testing.T, base string, c credentials, token string) bool {
+func (top *topology) introspectAt(t *testing.T, base string, c credentials, token string) bool {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, base+"/api/v1/oauth/introspect/", strings.NewReader(url.Values{"token": {token}}.Encode()))
 	if err != nil {
