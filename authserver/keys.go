@@ -9,6 +9,7 @@ import (
 	"io/fs"
 
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
+	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/keywithdrawal"
 	"github.com/partnerapi/authplatform/pkg/redisconn"
 )
@@ -144,6 +145,10 @@ func keysWithdraw(ctx context.Context, args []string, getenv func(string) string
 	if err != nil {
 		return usageError{err.Error()}
 	}
+	confirm, err := redisconn.ConfirmationOf(getenv("REDIS_URL"))
+	if err != nil {
+		return usageError{err.Error()}
+	}
 	rdb, err := redisconn.Open(getenv("REDIS_URL"))
 	if err != nil {
 		return usageError{err.Error()}
@@ -151,12 +156,18 @@ func keysWithdraw(ctx context.Context, args []string, getenv func(string) string
 	defer rdb.Close()
 	// Redis first: if it fails, the file still holds the key and the
 	// command can be run again.
-	version, err := keywithdrawal.NewStore(rdb, getenv("REDIS_KEY_PREFIX")).Withdraw(ctx, kid)
+	store := keywithdrawal.NewStore(rdb, getenv("REDIS_KEY_PREFIX"))
+	store.ConfirmWrites(confirm)
+	version, err := store.Withdraw(ctx, kid)
 	if err != nil && version == 0 {
 		return err
 	}
 	if werr := next.WriteFile(*file); werr != nil {
 		return fmt.Errorf("withdrawn in Redis, but %s was not rewritten: %w", *file, werr)
+	}
+	if errors.Is(err, keywithdrawal.ErrNotReplicated) {
+		// Exit 3 like every operator change a failover could undo.
+		return fmt.Errorf("%w: %w", clients.ErrNotReplicated, err)
 	}
 	if err != nil { // recorded, but not published: servers see it at their next poll
 		fmt.Fprintf(stdout, "warning: %v\n", err)

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
+	"github.com/partnerapi/authplatform/pkg/redisconn"
 )
 
 // DefaultPollInterval is how often a Watcher reads the version when no
@@ -23,8 +24,14 @@ const DefaultPollInterval = 10 * time.Second
 // readTimeout bounds one read of the state.
 const readTimeout = 2 * time.Second
 
+// ErrNotReplicated: the withdrawal was written on the primary and
+// published, but fewer replicas than asked confirmed it (see
+// Store.ConfirmWrites); a failover could lose it. Run it again.
+var ErrNotReplicated = errors.New("no replica confirmed the withdrawal")
+
 // Store reads and writes the withdrawn kids in Redis.
 type Store struct {
+	confirm redisconn.Confirmation
 	rdb     redis.UniversalClient
 	set     string // SET of withdrawn kids
 	version string // counter raised by every withdrawal
@@ -42,6 +49,11 @@ func NewStore(rdb redis.UniversalClient, prefix string) *Store {
 	}
 }
 
+// ConfirmWrites makes Withdraw wait for c.Replicas replicas (WAIT, see
+// redisconn.ConfirmedWrite) before it reports success. Call it before the
+// Store is used.
+func (s *Store) ConfirmWrites(c redisconn.Confirmation) { s.confirm = c }
+
 // State is the set of withdrawn kids at a version.
 type State struct {
 	Version int64
@@ -57,11 +69,13 @@ func (s *Store) Withdraw(ctx context.Context, kid string) (int64, error) {
 	if kid == "" {
 		return 0, errors.New("keywithdrawal: empty kid")
 	}
+	// Both keys share a hash tag, so one connection to one primary runs
+	// them (and the WAIT after them). A reader between the two sees the kid
+	// at the old version and reads again when the version moves.
 	var incr *redis.IntCmd
-	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+	acks, err := redisconn.ConfirmedWrite(ctx, s.rdb, s.version, s.confirm, func(p redis.Pipeliner) {
 		p.SAdd(ctx, s.set, kid)
 		incr = p.Incr(ctx, s.version)
-		return nil
 	})
 	if err != nil {
 		return 0, fmt.Errorf("withdraw key %s: %w", kid, err)
@@ -71,6 +85,9 @@ func (s *Store) Withdraw(ctx context.Context, kid string) (int64, error) {
 	// the watchers to their next poll.
 	if err := s.rdb.Publish(ctx, s.channel, v).Err(); err != nil {
 		return v, fmt.Errorf("withdrawn (version %d), but the notification failed; servers see it within %s: %w", v, DefaultPollInterval, err)
+	}
+	if acks < int64(s.confirm.Replicas) {
+		return v, fmt.Errorf("withdrawn (version %d) on the primary, confirmed by %d of %d replicas within %s: %w", v, acks, s.confirm.Replicas, s.confirm.Timeout, ErrNotReplicated)
 	}
 	return v, nil
 }
