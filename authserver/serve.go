@@ -98,7 +98,6 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		tokenserver.Deps{
 			Registry: clients.NewStore(rdb, getenv("REDIS_KEY_PREFIX"), nil),
 			Keys:     keys,
-			Redis:    rdb,
 			Ready:    func(ctx context.Context) error { return redisconn.Ready(ctx, rdb, time.Second) },
 		})
 	if err != nil {

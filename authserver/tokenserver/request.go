@@ -23,9 +23,9 @@ const MaxBodyBytes = 64 << 10
 // count passes the cap.
 const MaxParams = 16
 
-// errTooManyParams refuses a body of more than MaxParams parameters. Such a
-// request is counted against its address's failure budget: it is either a
-// broken client or someone making the server work.
+// errTooManyParams refuses a body of more than MaxParams parameters. Like
+// every invalid_request, it counts against its address's ceiling of
+// failures (see refuse).
 var errTooManyParams = invalidRequest("request has more than 16 parameters")
 
 // oauthError is an error answered in the OAuth format (RFC 6749 section
@@ -198,11 +198,6 @@ func parseJSONObject(body []byte) (url.Values, error) {
 	}
 	return params, nil
 }
-
-// costly reports whether a request refused by parseClientRequest made the
-// server work for nothing (more than MaxParams parameters), so that it is
-// counted against its address like a failed authentication.
-func costly(err error) bool { return err == errTooManyParams }
 
 // parseCredentials reads client authentication: HTTP Basic (RFC 6749
 // section 2.3.1, RFC 7617) with id and secret form-urlencoded before base64,

@@ -10,11 +10,9 @@ import (
 
 	"github.com/go-oauth2/oauth2/v4/server"
 	lru "github.com/hashicorp/golang-lru/v2"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
 	"github.com/partnerapi/authplatform/pkg/clientip"
-	"github.com/partnerapi/authplatform/pkg/ratelimit"
 )
 
 // Config configures the token service's HTTP handler.
@@ -25,10 +23,17 @@ type Config struct {
 	Audience string
 	// Trust names the proxies whose X-Forwarded-For and X-Request-Id count.
 	Trust clientip.Trust
-	// FailuresPerMinute is how many failed client authentications one
-	// address may cause in any minute before its requests are answered 429
-	// without being checked (0: DefaultFailuresPerMinute).
+	// FailuresPerMinute is how many failed authentications of one client
+	// one address may cause in any minute before its attempts for that
+	// client are answered 429 without being checked (0:
+	// DefaultFailuresPerMinute). Counted in Redis, across every replica.
 	FailuresPerMinute int64
+	// AddressFailuresPerMinute is how many failures naming no client
+	// (unknown or malformed ids, no credentials, malformed requests) one
+	// address may cause in a minute on one replica before they are answered
+	// 429 (0: DefaultAddressFailuresPerMinute). It never refuses valid
+	// credentials.
+	AddressFailuresPerMinute int
 	// Now is the clock for token times (nil: time.Now).
 	Now func() time.Time
 	// RateNow is the clock of the rate limits (nil: the Redis server's).
@@ -41,9 +46,13 @@ type Config struct {
 // verifiedCacheSize bounds the introspection cache of verified tokens.
 const verifiedCacheSize = 10000
 
-// DefaultFailuresPerMinute is the per-address limit of failed client
-// authentications.
+// DefaultFailuresPerMinute is the per-address and per-client limit of
+// failed client authentications.
 const DefaultFailuresPerMinute = 60
+
+// DefaultAddressFailuresPerMinute is the per-address ceiling of failures
+// that name no client.
+const DefaultAddressFailuresPerMinute = 600
 
 // Validate reports every problem at once.
 func (c Config) Validate() error {
@@ -54,7 +63,7 @@ func (c Config) Validate() error {
 	if c.Audience == "" {
 		errs = append(errs, errors.New("audience is required"))
 	}
-	if c.FailuresPerMinute < 0 {
+	if c.FailuresPerMinute < 0 || c.AddressFailuresPerMinute < 0 {
 		errs = append(errs, errors.New("failures per minute must not be negative"))
 	}
 	return errors.Join(errs...)
@@ -64,8 +73,6 @@ func (c Config) Validate() error {
 type Deps struct {
 	Registry registry
 	Keys     *accesstoken.KeySet
-	// Redis runs the per-address failure count (see Config.FailuresPerMinute).
-	Redis redis.Scripter
 	// Ready reports whether Redis answers (for /readyz).
 	Ready func(ctx context.Context) error
 }
@@ -78,8 +85,7 @@ type Server struct {
 	oauth    *server.Server
 	keys     atomic.Pointer[keyState]
 	verified *lru.Cache[string, verifiedToken]
-	failures *ratelimit.Limiter
-	blocks   *lru.Cache[string, time.Time]
+	ceiling  *addressCeiling
 	ready    func(ctx context.Context) error
 	meta     []byte
 	mux      http.Handler
@@ -90,8 +96,8 @@ func NewServer(logger *slog.Logger, cfg Config, deps Deps) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if deps.Registry == nil || deps.Keys == nil || deps.Ready == nil || deps.Redis == nil {
-		return nil, errors.New("tokenserver: registry, keys, Redis and readiness check are required")
+	if deps.Registry == nil || deps.Keys == nil || deps.Ready == nil {
+		return nil, errors.New("tokenserver: registry, keys and readiness check are required")
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -99,27 +105,26 @@ func NewServer(logger *slog.Logger, cfg Config, deps Deps) (*Server, error) {
 	if cfg.FailuresPerMinute == 0 {
 		cfg.FailuresPerMinute = DefaultFailuresPerMinute
 	}
+	if cfg.AddressFailuresPerMinute == 0 {
+		cfg.AddressFailuresPerMinute = DefaultAddressFailuresPerMinute
+	}
 	meta, err := buildMetadata(cfg.Issuer)
 	if err != nil {
 		return nil, err
 	}
-	blocks, err := lru.New[string, time.Time](10000)
-	if err != nil {
+	s := &Server{log: logger, cfg: cfg, reg: deps.Registry}
+	if s.ceiling, err = newAddressCeiling(cfg.AddressFailuresPerMinute, s.rateClock); err != nil {
 		return nil, err
 	}
 	verified, err := lru.New[string, verifiedToken](verifiedCacheSize)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{
-		log: logger, cfg: cfg, reg: deps.Registry,
-		verified: verified,
-		failures: ratelimit.NewLimiter(deps.Redis, cfg.FailuresPerMinute, time.Minute, cfg.RateNow), blocks: blocks, ready: deps.Ready, meta: meta,
-	}
+	s.verified, s.ready, s.meta = verified, deps.Ready, meta
 	if err := s.UseKeys(deps.Keys, nil); err != nil {
 		return nil, err
 	}
-	s.oauth = newOAuth(deps.Registry, &s.keys, cfg)
+	s.oauth = newOAuth(&s.keys, cfg.Now)
 	s.mux = s.middleware(newRouter(s.routes()))
 	return s, nil
 }
