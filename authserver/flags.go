@@ -14,18 +14,25 @@ func newFlags(name string) *flag.FlagSet {
 
 // parseFlags parses flags placed before, between or after positional
 // arguments (flag stops at the first positional one) and returns the
-// positional arguments.
+// positional arguments. Everything after "--" is positional: a key id may
+// start with "-" (kids are base64url).
 func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	var positional []string
 	for {
 		if err := fs.Parse(args); err != nil {
 			return nil, usagef("%s: %v", fs.Name(), err)
 		}
-		if fs.NArg() == 0 {
+		rest := fs.Args()
+		// flag.Parse consumed a "--" that ended the flags: what follows is
+		// positional, whatever it looks like.
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			return append(positional, rest...), nil
+		}
+		if len(rest) == 0 {
 			return positional, nil
 		}
-		positional = append(positional, fs.Arg(0))
-		args = fs.Args()[1:]
+		positional = append(positional, rest[0])
+		args = rest[1:]
 	}
 }
 

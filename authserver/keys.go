@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,9 +9,12 @@ import (
 	"io/fs"
 
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
+	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/keywithdrawal"
+	"github.com/partnerapi/authplatform/pkg/redisconn"
 )
 
-const keysUsage = "usage: authserver keys generate --out FILE [--alg EdDSA|ES256] [--rotate [--keep N] | --stage] | authserver keys promote --file FILE KID | authserver keys list --file FILE"
+const keysUsage = "usage: authserver keys generate --out FILE [--alg EdDSA|ES256] [--rotate [--keep N] | --stage] | authserver keys promote --file FILE KID | authserver keys withdraw --file FILE KID | authserver keys list --file FILE"
 
 // keysCommand manages the signing key set file. A zero-downtime key
 // rotation is: `keys generate --stage` (publish the new key; restart or
@@ -109,5 +113,69 @@ func printKeys(w io.Writer, asJSON bool, file string, ks *accesstoken.KeySet, wh
 		fmt.Fprintf(w, "%s: %s\n", file, what)
 	}
 	fmt.Fprintf(w, "signing key: %s\npublished:   %v\n", ks.SigningKeyID(), ks.KeyIDs())
+	return nil
+}
+
+const withdrawUsage = "usage: authserver keys withdraw --file FILE [--json] [--] KID"
+
+// keysWithdraw withdraws a published key at once, everywhere: it removes
+// the key from the key set file (refusing the signing key: promote or
+// generate another first) and records the withdrawal in Redis, which
+// every token service replica and resource server watches
+// (pkg/keywithdrawal): within seconds they stop publishing the key, refuse
+// its tokens (cached ones included) and fetch the JWKS again. Token
+// service replicas reload the file on the same notice.
+func keysWithdraw(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	fl := newFlags("keys withdraw")
+	file := fl.String("file", "", "key set file")
+	asJSON := fl.Bool("json", false, "machine-readable output")
+	pos, err := parseFlags(fl, args)
+	if err != nil {
+		return err
+	}
+	if *file == "" || len(pos) != 1 {
+		return usagef("%s", withdrawUsage)
+	}
+	kid := pos[0]
+	ks, err := accesstoken.LoadKeySet(*file)
+	if err != nil {
+		return err
+	}
+	next, err := ks.Without(kid)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	confirm, err := redisconn.ConfirmationOf(getenv("REDIS_URL"))
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	rdb, err := redisconn.Open(getenv("REDIS_URL"))
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	defer rdb.Close()
+	// Redis first: if it fails, the file still holds the key and the
+	// command can be run again.
+	store := keywithdrawal.NewStore(rdb, getenv("REDIS_KEY_PREFIX"))
+	store.ConfirmWrites(confirm)
+	version, err := store.Withdraw(ctx, kid)
+	if err != nil && version == 0 {
+		return err
+	}
+	if werr := next.WriteFile(*file); werr != nil {
+		return fmt.Errorf("withdrawn in Redis, but %s was not rewritten: %w", *file, werr)
+	}
+	if errors.Is(err, keywithdrawal.ErrNotReplicated) {
+		// Exit 3 like every operator change a failover could undo.
+		return fmt.Errorf("%w: %w", clients.ErrNotReplicated, err)
+	}
+	if err != nil { // recorded, but not published: servers see it at their next poll
+		fmt.Fprintf(stdout, "warning: %v\n", err)
+	}
+	if *asJSON {
+		return json.NewEncoder(stdout).Encode(map[string]any{"file": *file, "withdrawn": kid, "version": version, "signing_kid": next.SigningKeyID(), "kids": next.KeyIDs()})
+	}
+	fmt.Fprintf(stdout, "%s: withdrew %s (every server refuses its tokens within seconds)\n", *file, kid)
+	fmt.Fprintf(stdout, "signing key: %s\npublished:   %v\n", next.SigningKeyID(), next.KeyIDs())
 	return nil
 }

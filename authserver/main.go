@@ -59,6 +59,7 @@ const usage = `usage: authserver COMMAND [flags]
   serve [--addr A] [--keys FILE] [--issuer URL] [--audience A] [--trusted-proxies CIDRS]
   keys generate --out FILE [--alg EdDSA|ES256] [--rotate [--keep N] | --stage]
   keys promote --file FILE KID
+  keys withdraw --file FILE KID   (reads REDIS_URL)
   keys list --file FILE
   orgs create --slug S --name N --environment sandbox|live
   orgs list
@@ -87,6 +88,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "healthcheck":
 		return healthcheck(ctx, rest, getenv, stdout)
 	case "keys":
+		if len(rest) > 0 && rest[0] == "withdraw" {
+			return keysWithdraw(ctx, rest[1:], getenv, stdout)
+		}
 		return keysCommand(rest, stdout)
 	case "orgs", "clients", "sandbox":
 		return operatorCommand(ctx, cmd, rest, getenv, stdout)

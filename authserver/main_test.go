@@ -216,7 +216,7 @@ func TestKeysGenerate(t *testing.T) {
 		t.Fatalf("--stage: kids %v signing %s, want the old key still signing and a second key published", ids, ks.SigningKeyID())
 	}
 	staged := ids[1]
-	out = h.must("keys", "promote", "--file", file, staged)
+	out = h.must("keys", "promote", "--file", file, "--", staged) // a kid may start with "-"
 	if !strings.Contains(out, "promoted "+staged) {
 		t.Errorf("promote output %q", out)
 	}

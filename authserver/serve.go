@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"time"
 
 	"github.com/partnerapi/authplatform/authserver/tokenserver"
@@ -29,6 +30,7 @@ type serveConfig struct {
 	LogLevel       string
 	// AcceptLegacySecrets: see tokenserver.Config.AcceptLegacySecrets.
 	AcceptLegacySecrets bool
+	MaxConns            int // 0: httpserver.DefaultMaxConns (from RLIMIT_NOFILE)
 }
 
 func (c serveConfig) Validate() error {
@@ -48,6 +50,9 @@ func (c serveConfig) Validate() error {
 	if _, err := clientip.ParseTrust(c.TrustedProxies); err != nil {
 		errs = append(errs, err)
 	}
+	if c.MaxConns < 0 {
+		errs = append(errs, errors.New("--max-conns (MAX_CONNS) must not be negative"))
+	}
 	return errors.Join(errs...)
 }
 
@@ -63,10 +68,18 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	fs.StringVar(&cfg.LogLevel, "log-level", getenv("LOG_LEVEL"), "debug, info, warn or error")
 	fs.BoolVar(&cfg.AcceptLegacySecrets, "accept-legacy-secrets", getenv("ACCEPT_LEGACY_SECRETS") == "true",
 		"also accept client secrets issued before checksums (until every such client is rotated)")
+	maxConns := fs.String("max-conns", getenv("MAX_CONNS"), "connections served at once (default: from the open file limit)")
 	if pos, err := parseFlags(fs, args); err != nil {
 		return err
 	} else if len(pos) > 0 {
 		return usagef("serve takes no arguments")
+	}
+	if *maxConns != "" {
+		n, err := strconv.Atoi(*maxConns)
+		if err != nil {
+			return usagef("--max-conns (MAX_CONNS) %q: want a number", *maxConns)
+		}
+		cfg.MaxConns = n
 	}
 	if err := cfg.Validate(); err != nil {
 		return usageError{err.Error()}
@@ -95,6 +108,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
+	defer watchWithdrawals(ctx, rdb, getenv("REDIS_KEY_PREFIX"), cfg.KeysFile, keys, h, logger).Close()
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
@@ -104,5 +118,5 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	logger.Info("token service listening", "addr", ln.Addr().String(), "issuer", cfg.Issuer, "signing_kid", keys.SigningKeyID())
 	fmt.Fprintf(stdout, "authserver listening on http://%s\n", ln.Addr())
-	return httpserver.Serve(ctx, ln, h, logger)
+	return httpserver.Serve(ctx, ln, h, logger, httpserver.MaxConns(cfg.MaxConns))
 }

@@ -14,7 +14,11 @@
 // credentials out of the process list). REDIS_KEY_PREFIX prefixes every
 // Redis key, as on the token service. The server shares nothing with the
 // token service but Redis and the token service's published keys
-// (--jwks-url).
+// (--jwks-url). --max-conns (MAX_CONNS) limits the connections served at
+// once (default: from the open file limit, see pkg/httpserver). The server
+// watches the signing keys withdrawn through Redis (pkg/keywithdrawal): a
+// withdrawn key's tokens are refused from the notice on, and the JWKS is
+// fetched again at once.
 //
 // healthcheck is the probe of images without a shell or curl: it exits 0
 // when the local server's /readyz answers 200 (port from HEALTHCHECK_PORT,

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -91,6 +92,7 @@ type config struct {
 	TrustedProxies string // --trusted-proxies, TRUSTED_PROXIES: comma-separated CIDRs or addresses
 	LogLevel       string // --log-level, LOG_LEVEL: debug, info, warn or error
 	BaseURL        string // --base-url, BASE_URL: public address written into the documentation
+	MaxConns       int    // --max-conns, MAX_CONNS: connections served at once (0: from the open file limit)
 
 	// Parsed by Validate.
 	trust clientip.Trust
@@ -117,8 +119,16 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.StringVar(&cfg.TrustedProxies, "trusted-proxies", env("TRUSTED_PROXIES", ""), "comma-separated CIDRs of trusted reverse proxies (env TRUSTED_PROXIES)")
 	fs.StringVar(&cfg.LogLevel, "log-level", env("LOG_LEVEL", "info"), "debug, info, warn or error (env LOG_LEVEL)")
 	fs.StringVar(&cfg.BaseURL, "base-url", env("BASE_URL", ""), "public base URL written into the documentation ({base_url}) and its links; empty: derived from each request (env BASE_URL)")
+	maxConns := fs.String("max-conns", env("MAX_CONNS", ""), "connections served at once; default from the open file limit (env MAX_CONNS)")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
+	}
+	if *maxConns != "" {
+		n, err := strconv.Atoi(*maxConns)
+		if err != nil || n < 0 {
+			return config{}, fmt.Errorf("max-conns %q: want a number, 0 or more", *maxConns)
+		}
+		cfg.MaxConns = n
 	}
 	if fs.NArg() > 0 {
 		return config{}, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
@@ -216,6 +226,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		_ = keys.Close(sctx)
 	}()
 
+	// Withdrawn signing keys (authserver keys withdraw): refused from the
+	// moment the notice arrives, and the JWKS fetched again.
+	withdrawals := watchWithdrawals(keysCtx, rdb, cfg.KeyPrefix, keys, logger)
+	defer withdrawals.Close()
+
 	docs, err := apidocs.New(cfg.BaseURL)
 	if err != nil {
 		return err
@@ -226,7 +241,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		TrustedProxies: cfg.trust,
 	}, api.Deps{
 		Clients: clients.NewStore(rdb, cfg.KeyPrefix, nil),
-		Keys:    keys,
+		Keys:    withdrawals.Filter(keys),
 		Docs:    docs,
 		Redis:   rdb,
 	})
@@ -238,7 +253,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	logger.Info("listening", slog.String("addr", ln.Addr().String()), slog.String("jwks_url", cfg.JWKSURL),
 		slog.String("issuer", cfg.Issuer), slog.String("audience", cfg.Audience))
 	fmt.Fprintf(stdout, "resourceserver listening on http://%s\n", ln.Addr())
-	return httpserver.Serve(ctx, ln, handler, logger)
+	return httpserver.Serve(ctx, ln, handler, logger, httpserver.MaxConns(cfg.MaxConns))
 }
 
 // healthcheck probes the local server's /readyz, for container health checks

@@ -6,8 +6,9 @@
 // The token endpoint runs on go-oauth2/oauth2/v4 for what it is made for
 // (grant dispatch, client lookup and secret verification order, token
 // response), with the workarounds its design needs for this service's spec:
-// the request body is parsed here (form or JSON object, size-capped, repeated
-// parameters refused) and handed to it as r.Form; client credentials are
+// the request body is parsed here (form or JSON object, size-capped, at most
+// MaxParams parameters counted before any is decoded, repeated parameters
+// refused) and handed to it as r.Form; client credentials are
 // read here (HTTP Basic URL-decoded per RFC 6749 section 2.3.1, or form
 // fields, never both); scope narrowing and the per-client rate limit run in
 // the access token generator, which go-oauth2 calls only after the secret
@@ -17,4 +18,10 @@
 // about its own tokens. A token of any other client is answered
 // {"active":false}, exactly as an invalid one (RFC 7662 section 2.2 allows
 // this), so introspection cannot be used to probe other clients' tokens.
+//
+// The keys it signs with, publishes and verifies with change only through
+// UseKeys, which the command calls when a key is withdrawn
+// (pkg/keywithdrawal): the withdrawn key is no longer published, its tokens
+// are inactive at introspection, and while the signing key itself is
+// withdrawn the token endpoint answers 503 and /readyz fails.
 package tokenserver

@@ -43,6 +43,10 @@ func toOAuth(err error) (*oauthError, http.Header) {
 	var oe *oauthError
 	var sd *slowDown
 	switch {
+	case err == errNoSigningKey:
+		h := http.Header{}
+		h.Set("Retry-After", strconv.Itoa(unavailableRetryAfter))
+		return errNoSigningKey, h
 	case errors.As(err, &oe):
 		return oe, nil
 	case errors.As(err, &sd):

@@ -61,20 +61,33 @@ func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 
 // verify checks a token, caching verified signatures: a resource server that
 // introspects does so for the same token on every request for up to an hour.
-// Time is checked on every use; the token service's keys do not change while
-// it runs, so a cached signature stays valid until the token expires.
+// Time is checked on every use; UseKeys empties the cache when the keys
+// change (a withdrawn key), so a cached signature stays valid until the
+// token expires or its key is withdrawn.
 func (s *Server) verify(token string) (*accesstoken.Claims, error) {
-	if c, ok := s.verified.Get(token); ok {
-		if err := s.verifier.CheckTime(c); err != nil {
+	keys := s.keys.Load()
+	if e, ok := s.verified.Get(token); ok {
+		if e.keys != keys { // verified under keys since changed
+			s.verified.Remove(token)
+		} else if err := keys.verifier.CheckTime(e.claims); err != nil {
 			s.verified.Remove(token)
 			return nil, err
+		} else {
+			return e.claims, nil
 		}
-		return c, nil
 	}
-	c, err := s.verifier.Verify(token)
+	c, err := keys.verifier.Verify(token)
 	if err != nil {
 		return nil, err
 	}
-	s.verified.Add(token, c)
+	s.verified.Add(token, verifiedToken{claims: c, keys: keys})
 	return c, nil
+}
+
+// verifiedToken is a cache entry: the claims and the keys that verified
+// them. An entry of keys other than the current ones is never used, so a
+// token verified while its key was being withdrawn is not kept.
+type verifiedToken struct {
+	claims *accesstoken.Claims
+	keys   *keyState
 }

@@ -12,6 +12,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-oauth2/oauth2/v4"
@@ -24,12 +25,12 @@ import (
 )
 
 // newOAuth builds the go-oauth2 server for the client credentials grant.
-func newOAuth(issuer *accesstoken.Issuer, now func() time.Time) *server.Server {
+func newOAuth(keys *atomic.Pointer[keyState], now func() time.Time) *server.Server {
 	m := manage.NewManager()
 	m.SetClientTokenCfg(&manage.Config{AccessTokenExp: accesstoken.Lifetime})
 	m.MapClientStorage(authenticatedClients{})
 	m.MapTokenStorage(selfContained{})
-	m.MapAccessGenerate(&generator{issuer: issuer, now: now})
+	m.MapAccessGenerate(&generator{keys: keys, now: now})
 
 	scfg := server.NewConfig()
 	scfg.AllowedGrantTypes = []oauth2.GrantType{oauth2.ClientCredentials}
@@ -128,8 +129,8 @@ func (selfContained) GetByRefresh(context.Context, string) (oauth2.TokenInfo, er
 // generator signs the access token of the authenticated client with the
 // scope authenticate granted and the client's credential generation.
 type generator struct {
-	issuer *accesstoken.Issuer
-	now    func() time.Time
+	keys *atomic.Pointer[keyState] // the server's; see UseKeys
+	now  func() time.Time
 }
 
 var _ oauth2.AccessGenerate = (*generator)(nil)
@@ -140,7 +141,11 @@ func (g *generator) Token(_ context.Context, data *oauth2.GenerateBasic, _ bool)
 		return "", "", errServer
 	}
 	granted := strings.Join(a.auth.Scopes, " ")
-	token, _, err := g.issuer.Issue(accesstoken.Grant{ClientID: a.id, Scope: granted, Generation: a.auth.Generation, Now: g.now()})
+	issuer := g.keys.Load().issuer
+	if issuer == nil { // the signing key is withdrawn
+		return "", "", errNoSigningKey
+	}
+	token, _, err := issuer.Issue(accesstoken.Grant{ClientID: a.id, Scope: granted, Generation: a.auth.Generation, Now: g.now()})
 	if err != nil {
 		return "", "", err
 	}

@@ -16,6 +16,18 @@ import (
 // MaxBodyBytes caps a token or introspection request body.
 const MaxBodyBytes = 64 << 10
 
+// MaxParams caps the parameters (form fields or JSON keys) of a token or
+// introspection request. The grammar needs at most five (grant_type, scope,
+// client_id, client_secret; token on introspection); a body of thousands of
+// fields costs milliseconds to decode and is refused, unparsed, once the
+// count passes the cap.
+const MaxParams = 16
+
+// errTooManyParams refuses a body of more than MaxParams parameters. Like
+// every invalid_request, it counts against its address's ceiling of
+// failures (see refuse).
+var errTooManyParams = invalidRequest("request has more than 16 parameters")
+
 // oauthError is an error answered in the OAuth format (RFC 6749 section
 // 5.2): its code, description and status are what the client sees.
 type oauthError struct {
@@ -85,6 +97,9 @@ func parseBody(r *http.Request) (url.Values, error) {
 	var params url.Values
 	switch mt {
 	case "application/x-www-form-urlencoded":
+		if countFormFields(body, MaxParams+1) > MaxParams {
+			return nil, errTooManyParams
+		}
 		params, err = parseForm(body)
 	case "application/json":
 		params, err = parseJSONObject(body)
@@ -100,6 +115,23 @@ func parseBody(r *http.Request) (url.Values, error) {
 		}
 	}
 	return params, nil
+}
+
+// countFormFields counts the non-empty "&"-separated pairs of a form body,
+// stopping at max: a scan with bytes.IndexByte, before any decoding.
+func countFormFields(body []byte, max int) int {
+	n := 0
+	for len(body) > 0 && n < max {
+		i := bytes.IndexByte(body, '&')
+		if i < 0 {
+			return n + 1
+		}
+		if i > 0 {
+			n++
+		}
+		body = body[i+1:]
+	}
+	return n
 }
 
 // parseForm decodes application/x-www-form-urlencoded strictly: a malformed
@@ -125,7 +157,9 @@ func parseForm(body []byte) (url.Values, error) {
 }
 
 // parseJSONObject decodes a JSON object whose values are all strings,
-// refusing repeated keys and anything after the object.
+// refusing repeated keys and anything after the object. The decoder reads
+// one token at a time and stops at the key past MaxParams, so the rest of a
+// body of thousands of keys is never decoded.
 func parseJSONObject(body []byte) (url.Values, error) {
 	bad := invalidRequest("body must be form fields or a JSON object of string values")
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -135,6 +169,9 @@ func parseJSONObject(body []byte) (url.Values, error) {
 	}
 	params := url.Values{}
 	for dec.More() {
+		if len(params) == MaxParams {
+			return nil, errTooManyParams
+		}
 		kt, err := dec.Token()
 		if err != nil {
 			return nil, bad

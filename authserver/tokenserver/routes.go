@@ -14,7 +14,7 @@ func (s *Server) routes() []route {
 	return []route{
 		{http.MethodPost, PathToken, s.handleToken},
 		{http.MethodPost, PathIntrospect, s.handleIntrospect},
-		{http.MethodGet, PathJWKS, publicDocument(s.jwks)},
+		{http.MethodGet, PathJWKS, s.handleJWKS},
 		{http.MethodGet, PathMetadata, publicDocument(s.meta)},
 		{http.MethodGet, "/healthz", s.handleHealthz},
 		{http.MethodGet, "/readyz", s.handleReadyz},

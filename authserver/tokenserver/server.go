@@ -3,9 +3,9 @@ package tokenserver
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-oauth2/oauth2/v4/server"
@@ -88,11 +88,10 @@ type Server struct {
 	cfg      Config
 	reg      registry
 	oauth    *server.Server
-	verifier *accesstoken.Verifier
-	verified *lru.Cache[string, *accesstoken.Claims]
+	keys     atomic.Pointer[keyState]
+	verified *lru.Cache[string, verifiedToken]
 	ceiling  *addressCeiling
 	ready    func(ctx context.Context) error
-	jwks     []byte
 	meta     []byte
 	mux      http.Handler
 }
@@ -114,14 +113,6 @@ func NewServer(logger *slog.Logger, cfg Config, deps Deps) (*Server, error) {
 	if cfg.AddressFailuresPerMinute == 0 {
 		cfg.AddressFailuresPerMinute = DefaultAddressFailuresPerMinute
 	}
-	issuer, err := accesstoken.NewIssuer(deps.Keys, cfg.Issuer, cfg.Audience)
-	if err != nil {
-		return nil, err
-	}
-	jwks, err := deps.Keys.PublicJSON()
-	if err != nil {
-		return nil, fmt.Errorf("jwks: %w", err)
-	}
 	meta, err := buildMetadata(cfg.Issuer)
 	if err != nil {
 		return nil, err
@@ -130,13 +121,15 @@ func NewServer(logger *slog.Logger, cfg Config, deps Deps) (*Server, error) {
 	if s.ceiling, err = newAddressCeiling(cfg.AddressFailuresPerMinute, s.rateClock); err != nil {
 		return nil, err
 	}
-	verified, err := lru.New[string, *accesstoken.Claims](verifiedCacheSize)
+	verified, err := lru.New[string, verifiedToken](verifiedCacheSize)
 	if err != nil {
 		return nil, err
 	}
-	s.oauth = newOAuth(issuer, cfg.Now)
-	s.verifier = accesstoken.NewVerifier(accesstoken.StaticKeys{Set: deps.Keys.Public()}, cfg.Issuer, cfg.Audience, cfg.Now)
-	s.verified, s.ready, s.jwks, s.meta = verified, deps.Ready, jwks, meta
+	s.verified, s.ready, s.meta = verified, deps.Ready, meta
+	if err := s.UseKeys(deps.Keys, nil); err != nil {
+		return nil, err
+	}
+	s.oauth = newOAuth(&s.keys, cfg.Now)
 	s.mux = s.middleware(newRouter(s.routes()))
 	return s, nil
 }
@@ -149,6 +142,10 @@ func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
+	if s.keys.Load().issuer == nil {
+		writeDetail(w, http.StatusServiceUnavailable, http.Header{"Retry-After": {"5"}, "Cache-Control": {"no-store"}}, "signing key withdrawn")
+		return
+	}
 	if err := s.ready(r.Context()); err != nil {
 		s.log.WarnContext(r.Context(), "not ready", "err", err)
 		writeDetail(w, http.StatusServiceUnavailable, http.Header{"Retry-After": {"5"}, "Cache-Control": {"no-store"}}, "redis unavailable")

@@ -75,6 +75,7 @@ var (
 	errNotUTF8       = invalidRequest("parameters must be valid UTF-8 without NUL characters")
 	errMalformedForm = invalidRequest("malformed form body")
 	errNotObject     = invalidRequest("body must be form fields or a JSON object of string values")
+	errTooManyParams = invalidRequest("request has more than 16 parameters")
 	errBasic         = invalidRequest("malformed HTTP Basic credentials")
 	errTwoMethods    = invalidRequest("use one client authentication method: HTTP Basic or client_id and client_secret in the body, not both")
 	errNoGrant       = invalidRequest("grant_type is required")
@@ -303,7 +304,9 @@ func (tb *table) rows() []row {
 	add("JSON body over the cap", tb.token(jsonType, `{"grant_type":"client_credentials","pad":"`+strings.Repeat("a", cap)+`"}`, hosp), errBodyTooLarge)
 	add("body over the cap, no credentials", tb.token(formType, pad(cap+100)), errBodyTooLarge)
 	add("body over the cap, wrong content type", tb.token("text/plain", pad(cap+100), hosp), errBodyTooLarge)
-	add("4000 unknown parameters", tb.token(formType, grant+manyParams(4000), hosp), tb.tokenOK(tb.hosp, all))
+	add("15 unknown parameters", tb.token(formType, grant+manyParams(15), hosp), tb.tokenOK(tb.hosp, all))
+	add("16 unknown parameters", tb.token(formType, grant+manyParams(16), hosp), errTooManyParams)
+	add("4000 unknown parameters", tb.token(formType, grant+manyParams(4000), hosp), errTooManyParams)
 	add("scope of 60000 spaces", tb.token(formType, grant+"&scope="+strings.Repeat("+", 60000), hosp), tb.tokenOK(tb.hosp, all))
 
 	// --- Token endpoint: form syntax ------------------------------------------

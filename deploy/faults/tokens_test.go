@@ -214,6 +214,12 @@ func (f *forger) craftedTokens(t testing.TB, good, id string, gen int64, now tim
 		{"unknown client, real key", ed(f.real, f.header(), validClaims("svc_cccccccccccccccccccccccc", "", 1, now))},
 		{"client id not of the form, real key", ed(f.real, f.header(), validClaims("svc_'; DROP TABLE--", "", 1, now))},
 		{"generation ahead, real key", ed(f.real, f.header(), c.with("gen", gen+1))},
+		{"nbf in the future, real key", ed(f.real, f.header(), c.with("nbf", now.Unix()+600))},
+		{"SCOPE beside scope, real key", ed(f.real, f.header(), prepend(c, `"SCOPE":"patients.read referrals.write",`))},
+		{"scope twice, real key", ed(f.real, f.header(), prepend(c, `"scope":"patients.read referrals.write",`))},
+		{"Client_ID alone, real key", ed(f.real, f.header(), prepend(c.with("client_id", nil), `"Client_ID":`+strconvQuote(id)+`,`))},
+		{"kid twice in the header, real key", ed(f.real, prepend(f.header(), `"kid":"`+f.evilKid+`",`), c)},
+		{"KID beside kid in the header, real key", ed(f.real, prepend(f.header(), `"KID":"`+f.evilKid+`",`), c)},
 		// The prefix.
 		{"missing svc_at_ prefix", strings.TrimPrefix(good, accesstoken.Prefix)},
 		{"doubled svc_at_ prefix", accesstoken.Prefix + good},
@@ -228,6 +234,18 @@ func (f *forger) craftedTokens(t testing.TB, good, id string, gen int64, now tim
 		{"signature in the standard base64 alphabet", accesstoken.Prefix + seg[0] + "." + seg[1] + "." + stdAlphabet(seg[2])},
 		{"too long", good + strings.Repeat("A", accesstoken.MaxTokenLength)},
 	}
+}
+
+// prepend is obj as JSON with members (ending in a comma) written first:
+// repeated and case-variant members, which a map cannot hold.
+func prepend(obj claims, members string) json.RawMessage {
+	b, _ := json.Marshal(obj)
+	return json.RawMessage("{" + members + string(b[1:]))
+}
+
+func strconvQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }
 
 // flip changes the first character of a base64url segment.

@@ -25,6 +25,10 @@ type Claims struct {
 	ID         string `json:"jti"`
 	Scope      string `json:"scope"`
 	Generation int64  `json:"gen"`
+	// NotBefore is "nbf" (RFC 7519 section 4.1.5). The issuer never sets
+	// it; a token that carries one is refused before that time, less
+	// Leeway.
+	NotBefore int64 `json:"nbf,omitempty"`
 }
 
 // Scopes returns the token's scopes as a list, never nil.
@@ -45,6 +49,10 @@ func (c *Claims) HasScope(s string) bool {
 	return false
 }
 
+// MaxMembers bounds the members of a token's JOSE header and of its claims
+// set; a real token has 3 and 9 (10 with "nbf").
+const MaxMembers = 32
+
 // Errors returned by Verify. Every one of them means "not a valid token";
 // they differ only for logs and tests, never on the wire.
 var (
@@ -53,7 +61,7 @@ var (
 	ErrUnknownKey = errors.New("accesstoken: unknown key id")
 	ErrSignature  = errors.New("accesstoken: bad signature")
 	ErrExpired    = errors.New("accesstoken: expired")
-	ErrNotYet     = errors.New("accesstoken: issued in the future")
+	ErrNotYet     = errors.New("accesstoken: issued in the future or not valid yet")
 	ErrIssuer     = errors.New("accesstoken: wrong issuer")
 	ErrAudience   = errors.New("accesstoken: wrong audience")
 	ErrClaims     = errors.New("accesstoken: missing or invalid claims")

@@ -6,7 +6,11 @@
 // It provides the signing key set (a JWK set file, RFC 7517), an Issuer that
 // signs tokens with the set's active key, and a Verifier that checks a token's
 // signature against a public key set and its registered claims against an
-// injected clock. Whether the client behind a token is still in good standing
+// injected clock. The verifier is strict about the JSON it trusts: each JOSE
+// header member and each claim once and spelt exactly (encoding/json would
+// take the last of two equal keys and match keys case-insensitively), at
+// most MaxMembers of each, and "nbf" honoured with the same Leeway as
+// "iat". Whether the client behind a token is still in good standing
 // (credential generation, revocation) is not decided here: that state lives in
 // Redis and is read by package clients.
 package accesstoken

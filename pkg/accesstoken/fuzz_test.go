@@ -1,6 +1,7 @@
 package accesstoken_test
 
 import (
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/elliptic"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/lestrrat-go/jwx/v3/jwa"
 	"github.com/lestrrat-go/jwx/v3/jwk"
@@ -226,7 +228,7 @@ func FuzzVerify(f *testing.F) {
 		if err := json.Unmarshal(payload, &want); err != nil || !reflect.DeepEqual(*c, want) {
 			t.Fatalf("claims %+v are not the signed payload %s", c, payload)
 		}
-		if !claimsValid(want, fuzzNow) {
+		if !claimsValid(want, fuzzNow) || !membersModel(payload) {
 			t.Fatalf("Verify accepted claims that break the rules: %s", payload)
 		}
 		// One token, one spelling: a compact JWS is base64url without
@@ -282,6 +284,14 @@ func FuzzVerifySigned(f *testing.F) {
 		fuzzClaims("gen", "1"),
 		fuzzClaims("sub", "svc_other"),
 		fuzzClaims("exp", 1.5e9),
+		fuzzClaims("nbf", now+31),
+		fuzzClaims("nbf", now+30),
+		fuzzClaims("nbf", now-1000),
+		fuzzClaims("nbf", "soon"),
+		[]byte(strings.Replace(string(fuzzClaims()), `"scope":`, `"SCOPE":"patients.read","scope":`, 1)),
+		[]byte(strings.Replace(string(fuzzClaims()), `"scope":`, `"\u017fcope":"patients.read","scope":`, 1)),
+		[]byte(strings.Replace(string(fuzzClaims()), `"scope":`, `"Scope":`, 1)),
+		[]byte(strings.Replace(string(fuzzClaims()), `"scope":`, `"x":1,"x":2,"scope":`, 1)),
 		[]byte(`{"ISS":"` + fuzzIssuer + `","sub":"a","client_id":"a","aud":"` + fuzzAudience + `","iat":1,"exp":2,"jti":"j","gen":1}`),
 		[]byte(`null`), []byte(`[]`), []byte(`"x"`), []byte(``), []byte(`{"iss":`),
 	} {
@@ -292,7 +302,7 @@ func FuzzVerifySigned(f *testing.F) {
 		token := w.sign(t, accesstoken.AlgEdDSA, hdr, payload)
 		c, err := w.verifier.Verify(token)
 		var m accesstoken.Claims
-		want := json.Unmarshal(payload, &m) == nil && claimsValid(m, fuzzNow)
+		want := json.Unmarshal(payload, &m) == nil && membersModel(payload) && claimsValid(m, fuzzNow)
 		switch {
 		case err == nil && !want:
 			t.Fatalf("Verify accepted %s, which breaks the rules", payload)
@@ -302,6 +312,53 @@ func FuzzVerifySigned(f *testing.F) {
 			t.Fatalf("claims %+v are not the payload %s", c, payload)
 		}
 	})
+}
+
+// membersModel is the model of the member rules, written differently from
+// the verifier: every top-level name is mapped to a canonical folding (each
+// rune to the smallest rune of its case-folding orbit), and the names must
+// be at most MaxMembers, distinct after folding, and spelt exactly when
+// they fold to a claim name.
+func membersModel(payload []byte) bool {
+	fold := func(s string) string {
+		var b strings.Builder
+		for _, r := range s {
+			min := r
+			for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+				if f < min {
+					min = f
+				}
+			}
+			b.WriteRune(min)
+		}
+		return b.String()
+	}
+	claims := map[string]string{}
+	for _, n := range []string{"iss", "sub", "client_id", "aud", "iat", "exp", "jti", "scope", "gen", "nbf"} {
+		claims[fold(n)] = n
+	}
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return false
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		name := tok.(string)
+		f := fold(name)
+		if seen[f] || (claims[f] != "" && claims[f] != name) {
+			return false
+		}
+		seen[f] = true
+		var v json.RawMessage
+		if dec.Decode(&v) != nil {
+			return false
+		}
+	}
+	return len(seen) <= accesstoken.MaxMembers
 }
 
 // claimsValid is the model of the claim rules: issuer and audience are the
@@ -314,6 +371,9 @@ func claimsValid(c accesstoken.Claims, now time.Time) bool {
 	}
 	life := new(big.Int).Sub(big.NewInt(c.ExpiresAt), big.NewInt(c.IssuedAt))
 	if c.IssuedAt <= 0 || life.Sign() <= 0 || life.Cmp(big.NewInt(int64(accesstoken.Lifetime/time.Second))) > 0 {
+		return false
+	}
+	if c.NotBefore != 0 && c.NotBefore > now.Add(accesstoken.Leeway).Unix() {
 		return false
 	}
 	return now.Unix() < c.ExpiresAt && c.IssuedAt <= now.Add(accesstoken.Leeway).Unix()

@@ -237,6 +237,25 @@ func (ks *KeySet) Promoted(kid string) (*KeySet, error) {
 	return NewKeySet(keys...)
 }
 
+// Without returns a new KeySet without the key kid, which must not be the
+// signing key (promote another key first).
+func (ks *KeySet) Without(kid string) (*KeySet, error) {
+	if _, ok := ks.private.LookupKeyID(kid); !ok {
+		return nil, fmt.Errorf("no key with kid %q in the set", kid)
+	}
+	if kid == ks.SigningKeyID() {
+		return nil, fmt.Errorf("key %s signs new tokens: generate or promote another signing key first (keys generate --rotate, or keys promote)", kid)
+	}
+	var keys []jwk.Key
+	for i := range ks.private.Len() {
+		k, _ := ks.private.Key(i)
+		if id, _ := k.KeyID(); id != kid {
+			keys = append(keys, k)
+		}
+	}
+	return NewKeySet(keys...)
+}
+
 // KeyIDs lists the kids of the set, the signing key first.
 func (ks *KeySet) KeyIDs() []string {
 	ids := make([]string, 0, ks.private.Len())

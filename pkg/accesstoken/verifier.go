@@ -1,6 +1,7 @@
 package accesstoken
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -16,7 +17,8 @@ import (
 // MaxTokenLength bounds what Verify reads; a real token is under 600 bytes.
 const MaxTokenLength = 4096
 
-// Leeway tolerated on "iat" for clocks of different replicas.
+// Leeway tolerated on "iat" and "nbf" for clocks of different replicas: a
+// token is accepted up to 30 seconds before the time either names.
 const Leeway = 30 * time.Second
 
 // KeySource supplies the public keys that may have signed a token: a static
@@ -75,6 +77,11 @@ func (v *Verifier) VerifySignature(token string) (*Claims, error) {
 	if err != nil || !canonicalBase64URL(sig) {
 		return nil, ErrMalformed
 	}
+	// Each header member once, in one spelling: which of two "kid"s or of
+	// "kid" and "KID" a parser believes differs between parsers.
+	if hj, err := base64.RawURLEncoding.DecodeString(string(hdr)); err != nil || !strictMembers(hj, headerNames) {
+		return nil, ErrHeader
+	}
 	h := jwsbb.HeaderParseCompact(hdr)
 	typ, err := jwsbb.HeaderGetString(h, jws.TypeKey)
 	// RFC 9068 section 4: reject tokens whose typ is not at+jwt.
@@ -107,7 +114,13 @@ func (v *Verifier) VerifySignature(token string) (*Claims, error) {
 	}
 	// The claims are this service's own fixed set, decoded into a struct:
 	// jwt.Parse would build a generic map-backed token for the same checks.
+	// encoding/json keeps the last of two equal keys and matches keys
+	// case-insensitively, so {"scope":"a","SCOPE":"b"} or a lone "Scope"
+	// would decode: each claim must appear once, spelt exactly.
 	var c Claims
+	if !strictMembers(payload, claimNames) {
+		return nil, ErrClaims
+	}
 	if err := json.Unmarshal(payload, &c); err != nil {
 		return nil, ErrClaims
 	}
@@ -139,7 +152,57 @@ func (v *Verifier) CheckTime(c *Claims) error {
 	if time.Unix(c.IssuedAt, 0).After(now.Add(Leeway)) {
 		return ErrNotYet
 	}
+	// RFC 7519 section 4.1.5: not accepted before "nbf" (less Leeway).
+	if c.NotBefore != 0 && time.Unix(c.NotBefore, 0).After(now.Add(Leeway)) {
+		return ErrNotYet
+	}
 	return nil
+}
+
+// Member names whose spelling strictMembers enforces: the JOSE header
+// members this package reads, and the claims of Claims.
+var (
+	headerNames = []string{"alg", "kid", "typ", "crit", "b64", "jku", "jwk", "x5u", "x5c", "cty"}
+	claimNames  = []string{"iss", "sub", "client_id", "aud", "iat", "exp", "jti", "scope", "gen", "nbf"}
+)
+
+// strictMembers reports whether obj is a JSON object of at most MaxMembers
+// members, no two of whose names are equal under Unicode case folding (the
+// folding encoding/json matches with), and none of which is a case variant
+// of a name in exact ("KID", "Scope"). Member values are skipped unread.
+func strictMembers(obj []byte, exact []string) bool {
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return false
+	}
+	var seen []string
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		name, ok := tok.(string)
+		if !ok || len(seen) == MaxMembers {
+			return false
+		}
+		for _, s := range seen {
+			if strings.EqualFold(s, name) {
+				return false
+			}
+		}
+		for _, e := range exact {
+			if name != e && strings.EqualFold(name, e) {
+				return false
+			}
+		}
+		seen = append(seen, name)
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return false
+		}
+	}
+	_, err := dec.Token()
+	return err == nil
 }
 
 // Now is the verifier's clock.

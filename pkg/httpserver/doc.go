@@ -1,5 +1,9 @@
 // Package httpserver runs the services' HTTP servers the same way: timeouts
-// that bound slow clients, a header size cap, graceful shutdown when the
-// context ends (SIGTERM), and the readiness probe the container images use
-// in place of curl.
+// that bound slow clients, a header size cap, a limit on the connections
+// served at once (MaxConns, sized by default from the open file limit, with
+// keep-alive switched off near it so idle connections never hold the
+// slots), the connection closed after a request that carried both
+// Content-Length and Transfer-Encoding (RFC 9112 section 6.1), graceful
+// shutdown when the context ends (SIGTERM), and the readiness probe the
+// container images use in place of curl.
 package httpserver

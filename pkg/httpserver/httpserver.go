@@ -16,21 +16,87 @@ const MaxHeaderBytes = 32 << 10
 // ShutdownTimeout bounds how long in-flight requests may finish on shutdown.
 const ShutdownTimeout = 10 * time.Second
 
+// Timeouts of every server. A connection that sends nothing, or its head
+// slowly, holds a slot for at most ReadHeaderTimeout; a slow body for at
+// most ReadTimeout; an idle keep-alive connection for at most IdleTimeout,
+// and not at all once the connection limit is near (see MaxConns).
+const (
+	ReadHeaderTimeout = 5 * time.Second
+	ReadTimeout       = 15 * time.Second
+	WriteTimeout      = 30 * time.Second
+	IdleTimeout       = 120 * time.Second
+)
+
+// Headroom of DefaultMaxConns: file descriptors left for everything but
+// client connections (Redis pools, the listener, logs, key files), as a
+// fixed part plus a tenth of the limit.
+const fixedHeadroom = 128
+
+// DefaultMaxConns is the connection limit when none is configured: the
+// process's open file limit (RLIMIT_NOFILE) less a tenth and less 128, so
+// that reaching it never makes accept(2) fail with EMFILE ("too many open
+// files") nor starves the Redis connection pools; at least 64. 4,096 where
+// the limit cannot be read.
+func DefaultMaxConns() int {
+	n, ok := openFileLimit()
+	if !ok {
+		return 4096
+	}
+	return maxConnsFor(n)
+}
+
+func maxConnsFor(nofile uint64) int {
+	if nofile > 1<<24 {
+		nofile = 1 << 24
+	}
+	n := int(nofile) - int(nofile)/10 - fixedHeadroom
+	if n < 64 {
+		n = 64
+	}
+	return n
+}
+
+// Option configures Serve.
+type Option func(*options)
+
+type options struct{ maxConns int }
+
+// MaxConns limits the connections served at once to n (n <= 0:
+// DefaultMaxConns). At the limit new connections wait in the kernel's
+// accept queue until one closes. From seven eighths of it, keep-alive is
+// turned off, which closes idle connections at once, until fewer than half
+// are open.
+func MaxConns(n int) Option { return func(o *options) { o.maxConns = n } }
+
 // Serve serves h on ln until ctx ends, then shuts down gracefully: no new
 // connections, in-flight requests get up to ShutdownTimeout. It returns nil
-// after a clean shutdown.
-func Serve(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Logger) error {
+// after a clean shutdown. Connections are limited (MaxConns), and a request
+// that carried both Content-Length and Transfer-Encoding gets its connection
+// closed after the answer (RFC 9112 section 6.1).
+func Serve(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Logger, opts ...Option) error {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.maxConns <= 0 {
+		o.maxConns = DefaultMaxConns()
+	}
 	srv := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       15 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       120 * time.Second,
+		Handler:           closeAmbiguous(h),
+		ReadHeaderTimeout: ReadHeaderTimeout,
+		ReadTimeout:       ReadTimeout,
+		WriteTimeout:      WriteTimeout,
+		IdleTimeout:       IdleTimeout,
 		MaxHeaderBytes:    MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, connKey{}, c)
+		},
 	}
+	lim := newListener(ln, o.maxConns, srv.SetKeepAlivesEnabled, logger)
+	logger.Debug("connection limit", "max_conns", o.maxConns)
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- srv.Serve(lim) }()
 	select {
 	case err := <-served:
 		return fmt.Errorf("serve: %w", err)
@@ -47,6 +113,20 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Lo
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+type connKey struct{}
+
+// closeAmbiguous answers with Connection: close a request whose connection
+// saw both Content-Length and Transfer-Encoding (RFC 9112 section 6.1);
+// net/http then closes the connection after the answer.
+func closeAmbiguous(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c, ok := r.Context().Value(connKey{}).(*conn); ok && c.ambiguous.Load() {
+			w.Header().Set("Connection", "close")
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // Probe GETs url and returns nil when it answers 200 within 3 seconds: the

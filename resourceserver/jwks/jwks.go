@@ -158,6 +158,21 @@ func (s *Source) RefreshSoon() {
 	}()
 }
 
+// Refresh fetches the set now, whatever its cache lifetime and the
+// on-demand rate limit say: for a notice that the keys changed (a
+// withdrawn key, see package keywithdrawal), which only operators cause.
+func (s *Source) Refresh(ctx context.Context) error {
+	select {
+	case <-s.done:
+		return nil
+	default:
+	}
+	if _, err := s.cache.Refresh(ctx, s.url); err != nil {
+		return fmt.Errorf("jwks: refresh: %w", err)
+	}
+	return nil
+}
+
 // Close stops the background fetching. It may be called more than once.
 func (s *Source) Close(ctx context.Context) error {
 	var err error

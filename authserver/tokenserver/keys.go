@@ -1,0 +1,68 @@
+package tokenserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/lestrrat-go/jwx/v3/jwk"
+
+	"github.com/partnerapi/authplatform/pkg/accesstoken"
+)
+
+// keyState is what the service signs with, verifies with and publishes.
+// It changes only through UseKeys.
+type keyState struct {
+	// issuer signs new tokens; nil while the signing key is withdrawn.
+	issuer   *accesstoken.Issuer
+	verifier *accesstoken.Verifier
+	jwks     []byte
+}
+
+// errNoSigningKey: the key set's signing key is withdrawn, so no token is
+// issued until a key set with another signing key is loaded.
+var errNoSigningKey = &oauthError{Status: http.StatusServiceUnavailable, Code: "temporarily_unavailable",
+	Description: "The service cannot sign tokens right now; retry after the number of seconds in Retry-After"}
+
+// UseKeys makes ks the service's keys, less the keys withdrawn says are
+// withdrawn (nil: none): those are no longer published at the JWKS
+// endpoint, and their tokens are inactive at introspection from now on
+// (the cache of verified tokens is emptied). While ks's signing key is
+// withdrawn, the token endpoint answers 503 and /readyz fails, so the edge
+// routes token requests to replicas that have a key to sign with.
+func (s *Server) UseKeys(ks *accesstoken.KeySet, withdrawn func(kid string) bool) error {
+	if withdrawn == nil {
+		withdrawn = func(string) bool { return false }
+	}
+	public := jwk.NewSet()
+	all := ks.Public()
+	for i := range all.Len() {
+		k, _ := all.Key(i)
+		if kid, _ := k.KeyID(); !withdrawn(kid) {
+			if err := public.AddKey(k); err != nil {
+				return fmt.Errorf("jwks: %w", err)
+			}
+		}
+	}
+	doc, err := json.Marshal(public)
+	if err != nil {
+		return fmt.Errorf("jwks: %w", err)
+	}
+	st := &keyState{
+		verifier: accesstoken.NewVerifier(accesstoken.StaticKeys{Set: public}, s.cfg.Issuer, s.cfg.Audience, s.cfg.Now),
+		jwks:     doc,
+	}
+	if !withdrawn(ks.SigningKeyID()) {
+		if st.issuer, err = accesstoken.NewIssuer(ks, s.cfg.Issuer, s.cfg.Audience); err != nil {
+			return err
+		}
+	}
+	s.keys.Store(st)
+	s.verified.Purge()
+	return nil
+}
+
+// handleJWKS serves the published keys (RFC 7517 section 5).
+func (s *Server) handleJWKS(w http.ResponseWriter, r *http.Request) {
+	publicDocument(s.keys.Load().jwks)(w, r)
+}

@@ -1,0 +1,5 @@
+//go:build !unix
+
+package httpserver
+
+func openFileLimit() (uint64, bool) { return 0, false }
