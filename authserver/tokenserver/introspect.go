@@ -77,7 +77,9 @@ func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 // Time is checked on every use; the token service's keys do not change while
 // it runs, so a cached signature stays valid until the token expires.
 func (s *Server) verify(token string) (*accesstoken.Claims, error) {
-	if c, ok := s.verified.Get(token); ok {
+	c, ok := s.verified.Get(token)
+	s.metrics.TokenCache(ok)
+	if ok {
 		if err := s.verifier.CheckTime(c); err != nil {
 			s.verified.Remove(token)
 			return nil, err

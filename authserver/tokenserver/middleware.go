@@ -98,6 +98,7 @@ func (s *Server) blocked(ctx context.Context, w http.ResponseWriter, r *http.Req
 		s.blocks.Remove(addr)
 		return false
 	}
+	s.metrics.Refused(endpointOf(r), "slow_down")
 	wait := int64((until.Sub(now) + time.Second - 1) / time.Second)
 	h := noStore()
 	h.Set("Retry-After", strconv.FormatInt(wait, 10))

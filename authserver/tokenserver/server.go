@@ -68,6 +68,8 @@ type Deps struct {
 	Redis redis.Scripter
 	// Ready reports whether Redis answers (for /readyz).
 	Ready func(ctx context.Context) error
+	// Metrics counts issued tokens, refusals and cache lookups (optional).
+	Metrics recorder
 }
 
 // Server is the token service's HTTP handler.
@@ -81,6 +83,7 @@ type Server struct {
 	failures *ratelimit.Limiter
 	blocks   *lru.Cache[string, time.Time]
 	ready    func(ctx context.Context) error
+	metrics  recorder
 	jwks     []byte
 	meta     []byte
 	mux      http.Handler
@@ -96,6 +99,9 @@ func NewServer(logger *slog.Logger, cfg Config, deps Deps) (*Server, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if deps.Metrics == nil {
+		deps.Metrics = noMetrics{}
 	}
 	if cfg.FailuresPerMinute == 0 {
 		cfg.FailuresPerMinute = DefaultFailuresPerMinute
@@ -125,7 +131,7 @@ func NewServer(logger *slog.Logger, cfg Config, deps Deps) (*Server, error) {
 		oauth:    newOAuth(deps.Registry, issuer, cfg),
 		verifier: accesstoken.NewVerifier(accesstoken.StaticKeys{Set: deps.Keys.Public()}, cfg.Issuer, cfg.Audience, cfg.Now),
 		verified: verified,
-		failures: ratelimit.NewLimiter(deps.Redis, cfg.FailuresPerMinute, time.Minute, cfg.RateNow), blocks: blocks, ready: deps.Ready, jwks: jwks, meta: meta,
+		failures: ratelimit.NewLimiter(deps.Redis, cfg.FailuresPerMinute, time.Minute, cfg.RateNow), blocks: blocks, ready: deps.Ready, metrics: deps.Metrics, jwks: jwks, meta: meta,
 	}
 	s.mux = s.middleware(newRouter(s.routes()))
 	return s, nil

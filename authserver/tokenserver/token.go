@@ -92,6 +92,7 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 		var ti oauth2.TokenInfo
 		if ti, err = s.oauth.GetAccessToken(r.Context(), gt, tgr); err == nil {
 			writeJSON(w, http.StatusOK, noStore(), s.oauth.GetTokenData(ti))
+			s.metrics.TokenIssued()
 			return
 		}
 	}
@@ -99,9 +100,11 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) tokenError(ctx context.Context, w http.ResponseWriter, r *http.Request, creds credentials, err error) {
-	if oe, _ := toOAuth(err); oe == errInvalidClient {
+	oe, _ := toOAuth(err)
+	if oe == errInvalidClient {
 		s.countFailure(ctx, r)
 	}
+	s.metrics.Refused(endpointOf(r), oe.Code)
 	writeOAuthError(ctx, s.log, w, creds, err)
 }
 
