@@ -529,6 +529,7 @@ func TestServe(t *testing.T) {
 	// Configuration from the environment as well as from flags.
 	h.env["KEYS_FILE"] = keys
 	h.env["ADDR"] = "127.0.0.1:0"
+	h.env["METRICS_ADDR"] = "127.0.0.1:0"
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -81,7 +81,7 @@ func TestRunServe(t *testing.T) {
 	var stdout, stderr syncBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- run(runCtx, []string{"resourceserver", "serve", "--addr", "127.0.0.1:0", "--jwks-url", jwksSrv.URL + "/.well-known/jwks.json"},
+		done <- run(runCtx, []string{"resourceserver", "serve", "--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--jwks-url", jwksSrv.URL + "/.well-known/jwks.json"},
 			getenvOf(map[string]string{"REDIS_URL": redis.URL(), "REDIS_KEY_PREFIX": prefix, "ISSUER": issuerURL, "LOG_LEVEL": "debug"}), &stdout, &stderr)
 	}()
 
@@ -177,7 +177,7 @@ func TestRunServeWithoutKeys(t *testing.T) {
 	var stdout, stderr syncBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"resourceserver", "serve", "--addr", "127.0.0.1:0", "--jwks-url", deadURL},
+		done <- run(ctx, []string{"resourceserver", "serve", "--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--jwks-url", deadURL},
 			getenvOf(map[string]string{"REDIS_URL": redis.URL()}), &stdout, &stderr)
 	}()
 	base := waitListening(t, &stdout, done)
@@ -220,9 +220,9 @@ func TestRunErrors(t *testing.T) {
 	}{
 		{"no command", []string{"resourceserver"}, nil, []string{"no command"}},
 		{"unknown command", []string{"resourceserver", "nope"}, nil, []string{`unknown command "nope"`}},
-		{"stray argument", []string{"resourceserver", "serve", "extra"}, nil, []string{"unexpected arguments: extra"}},
+		{"stray argument", []string{"resourceserver", "serve", "extra"}, nil, []string{"serve takes 0 argument(s), got 1 (run 'resourceserver serve --help')"}},
 		{"unknown flag", []string{"resourceserver", "serve", "--nope"}, nil, []string{"flag provided but not defined"}},
-		{"healthcheck argument", []string{"resourceserver", "healthcheck", "extra"}, nil, []string{"healthcheck takes no arguments"}},
+		{"healthcheck argument", []string{"resourceserver", "healthcheck", "extra"}, nil, []string{"healthcheck takes 0 argument(s), got 1"}},
 		{"healthcheck, nothing listening", []string{"resourceserver", "healthcheck", "--url", "http://127.0.0.1:1/readyz"}, nil, []string{"healthcheck:"}},
 		{
 			"every problem at once",
@@ -254,8 +254,8 @@ func TestRunErrors(t *testing.T) {
 	if err := run(context.Background(), []string{"resourceserver", "serve", "-h"}, getenvOf(map[string]string{"REDIS_URL": "redis://u:hunter2@h:1"}), &stdout, &stderr); err != nil {
 		t.Errorf("serve -h: %v", err)
 	}
-	if !strings.Contains(stderr.String(), "-jwks-url") || strings.Contains(stderr.String(), "hunter2") {
-		t.Errorf("serve -h printed:\n%s", stderr.String())
+	if !strings.Contains(stdout.String(), "  --jwks-url string ") || strings.Contains(stdout.String(), "hunter2") || stderr.String() != "" {
+		t.Errorf("serve -h printed:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
 	}
 }
 
