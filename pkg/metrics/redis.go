@@ -11,8 +11,12 @@ import (
 
 // RedisHook returns a go-redis hook that observes every command's round
 // trip and counts failed commands and dials: add it with rdb.AddHook. A
-// missing key (redis.Nil) is an answer, not an error, and neither is the
-// NOSCRIPT that go-redis's Script.Run answers itself by loading the script.
+// pipeline's round trip is observed as "pipeline", and each failed command
+// in it is counted under its own name. Not errors: a missing key
+// (redis.Nil); the NOSCRIPT that go-redis's Script.Run answers itself by
+// sending the script; the CLIENT SETINFO and CLIENT MAINT_NOTIFICATIONS that
+// go-redis sends on every new connection, ignores when refused, and that
+// Redis before 7.2 does not know (the services send no CLIENT command).
 func (m *Metrics) RedisHook() redis.Hook { return redisHook{m} }
 
 type redisHook struct{ m *Metrics }
@@ -40,14 +44,30 @@ func (h redisHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		start := time.Now()
 		err := next(ctx, cmds)
-		h.observe("pipeline", start, err)
+		h.m.redisDuration.WithLabelValues("pipeline").Observe(since(start))
+		for _, cmd := range cmds {
+			if failed(cmd.Name(), cmd.Err()) {
+				h.m.redisErrors.WithLabelValues(cmd.Name()).Inc()
+			}
+		}
 		return err
 	}
 }
 
 func (h redisHook) observe(command string, start time.Time, err error) {
 	h.m.redisDuration.WithLabelValues(command).Observe(since(start))
-	if err != nil && !errors.Is(err, redis.Nil) && !redis.HasErrorPrefix(err, "NOSCRIPT") {
+	if failed(command, err) {
 		h.m.redisErrors.WithLabelValues(command).Inc()
 	}
+}
+
+// failed reports whether err of command is a failure worth counting.
+func failed(command string, err error) bool {
+	switch {
+	case err == nil, errors.Is(err, redis.Nil), redis.HasErrorPrefix(err, "NOSCRIPT"):
+		return false
+	case command == "client" && redis.HasErrorPrefix(err, "unknown subcommand"):
+		return false
+	}
+	return true
 }
