@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -104,7 +105,42 @@ func TestMetrics(t *testing.T) {
 	prom.waitFor(t, `count(partnerapi_jwks_fetches_total{result="success"} >= 1)`, 2)
 	// The shipped alert rules load and evaluate, and none fires.
 	prom.checkRules(t)
+	// Every series the dashboard and the alert rules read exists.
+	for _, name := range shippedMetricNames(t) {
+		if n := prom.value(t, `count({__name__="`+name+`"})`); n == 0 {
+			t.Errorf("the dashboard or an alert reads %s, which no server exports", name)
+		}
+	}
 }
+
+// shippedMetricNames are the metric names the Grafana dashboard and the
+// alert rules query.
+func shippedMetricNames(t *testing.T) []string {
+	t.Helper()
+	root := repoRoot(t)
+	var text []byte
+	for _, f := range []string{"deploy/grafana/dashboards/partner-api.json", "deploy/prometheus/alerts.yml"} {
+		b, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		text = append(text, b...)
+	}
+	seen := map[string]bool{}
+	var names []string
+	for _, m := range metricNameRE.FindAllString(string(text), -1) {
+		if !seen[m] {
+			seen[m] = true
+			names = append(names, m)
+		}
+	}
+	if len(names) < 8 {
+		t.Fatalf("only %d metric names found in the dashboard and the alerts: %v", len(names), names)
+	}
+	return names
+}
+
+var metricNameRE = regexp.MustCompile(`\b(?:partnerapi_[a-z_]+|process_resident_memory_bytes)\b`)
 
 // get sends a GET with the partner's client.
 func (top *topology) get(t *testing.T, u string) answer {
