@@ -52,9 +52,23 @@ func ExitCode(err error, extra map[error]int) int {
 	return ExitFailure
 }
 
-// OneLine joins a multi-line error (errors.Join) into one line.
+// OneLine joins a multi-line error (errors.Join, or a heading ending in ":"
+// above indented lines) into one line: "a; b", "heading: a; b".
 func OneLine(err error) string {
-	return strings.ReplaceAll(err.Error(), "\n", "; ")
+	lines := strings.Split(err.Error(), "\n")
+	var b strings.Builder
+	for i, l := range lines {
+		l = strings.TrimSpace(l)
+		if i > 0 {
+			if strings.HasSuffix(lines[i-1], ":") {
+				b.WriteString(" ")
+			} else {
+				b.WriteString("; ")
+			}
+		}
+		b.WriteString(l)
+	}
+	return b.String()
 }
 
 // Env is what a command's action gets of the process.
