@@ -361,7 +361,7 @@ func TestClients(t *testing.T) {
 
 	// show, list and audit never print a secret.
 	show := h.must("clients", "show", c.ID)
-	for _, want := range []string{"Acme ERP", "hospital", "patients.read events.subscribe", "500/min API, 45/min token", "generation"} {
+	for _, want := range []string{"Acme ERP", "hospital", "events.subscribe patients.read", "500/min API, 45/min token", "generation"} {
 		if !strings.Contains(show, want) {
 			t.Errorf("show lacks %q:\n%s", want, show)
 		}

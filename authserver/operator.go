@@ -18,17 +18,28 @@ import (
 
 // openRegistry opens the client registry of REDIS_URL (keys under
 // REDIS_KEY_PREFIX) and checks that Redis answers. Every operator command
-// gets its registry here, and only here. close releases the connection.
+// gets its registry here, and only here. Every change waits for the
+// replicas the URL asks for (confirm_replicas: one by default on a Sentinel
+// or Cluster URL), so that a command never reports as done a change that a
+// failover could undo (clients.ErrNotReplicated, exit status 3). close
+// releases the connection.
 func openRegistry(ctx context.Context, getenv func(string) string) (store *clients.Store, close func(), err error) {
-	rdb, err := redisconn.Open(getenv("REDIS_URL"))
+	url := getenv("REDIS_URL")
+	confirm, err := redisconn.ConfirmationOf(url)
+	if err != nil {
+		return nil, nil, cli.AsUsage(err)
+	}
+	rdb, err := redisconn.Open(url)
 	if err != nil {
 		return nil, nil, cli.AsUsage(err)
 	}
 	if err := redisconn.Ping(ctx, rdb, 3*time.Second); err != nil {
-		rdb.Close()
+		_ = rdb.Close()
 		return nil, nil, fmt.Errorf("cannot reach Redis (REDIS_URL): %v", err)
 	}
-	return clients.NewStore(rdb, getenv("REDIS_KEY_PREFIX"), nil), func() { rdb.Close() }, nil
+	store = clients.NewStore(rdb, getenv("REDIS_KEY_PREFIX"), nil)
+	store.ConfirmWrites(confirm)
+	return store, func() { _ = rdb.Close() }, nil
 }
 
 // operator declares --json and returns an action that runs body with the

@@ -106,7 +106,7 @@ func serve(ctx context.Context, cfg serveConfig, env cli.Env) error {
 			Registry: clients.NewStore(rdb, env.Getenv("REDIS_KEY_PREFIX"), nil),
 			Keys:     keys,
 			Redis:    rdb,
-			Ready:    func(ctx context.Context) error { return redisconn.Ping(ctx, rdb, time.Second) },
+			Ready:    func(ctx context.Context) error { return redisconn.Ready(ctx, rdb, time.Second) },
 			Metrics:  m,
 		})
 	if err != nil {

@@ -120,6 +120,46 @@ if problems:
     sys.exit(1)
 PY
 
+step "compose sentinel profile (--env-file deploy/sentinel.env --profile sentinel)"
+docker-compose -f docker-compose.yml --env-file deploy/sentinel.env --profile sentinel config >"$tmp/sentinel.yml"
+python3 - "$tmp/sentinel.yml" <<'PY'
+import sys
+from urllib.parse import urlsplit, parse_qs
+
+import yaml
+
+services = yaml.safe_load(open(sys.argv[1])).get("services", {})
+problems = []
+
+
+def need(cond, msg):
+    if not cond:
+        problems.append(msg)
+
+
+for name in ("redis", "redis-replica", "sentinel-1", "sentinel-2", "sentinel-3"):
+    need(name in services, f"service {name} is missing")
+replica = services.get("redis-replica", {})
+cmd = replica.get("command") or []
+need("--replicaof" in cmd and cmd[cmd.index("--replicaof") + 1:cmd.index("--replicaof") + 3] == ["redis", "6379"],
+     "redis-replica: must replicate redis:6379")
+need("--appendonly" in cmd and "--appendfsync" in cmd, "redis-replica: AOF like the primary")
+need(not any("min-replicas-to-write" in str(c) for c in cmd + (services.get("redis", {}).get("command") or [])),
+     "min-replicas-to-write would fail every rate-limit write when a replica is down (deploy/README.md)")
+for i in (1, 2, 3):
+    text = " ".join(services.get(f"sentinel-{i}", {}).get("command") or [])
+    need("sentinel monitor partnerapi redis 6379 2" in text, f"sentinel-{i}: must monitor redis as partnerapi, quorum 2")
+for name in ("init", "authserver", "resourceserver"):
+    url = services.get(name, {}).get("environment", {}).get("REDIS_URL", "")
+    u = urlsplit(url)
+    q = parse_qs(u.query)
+    need(u.hostname == "sentinel-1" and q.get("master_name") == ["partnerapi"] and sorted(q.get("addr", [])) == ["sentinel-2:26379", "sentinel-3:26379"],
+         f"{name}: REDIS_URL {url!r} must name the three sentinels and master partnerapi")
+if problems:
+    print("\n".join("docker-compose.yml (sentinel profile): " + p for p in problems), file=sys.stderr)
+    sys.exit(1)
+PY
+
 # Debian bookworm's caddy is 2.6, whose reverse_proxy names request body
 # buffering differently (deploy/Caddyfile, CADDY_COMPAT).
 compat=current

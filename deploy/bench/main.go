@@ -81,10 +81,25 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		"Command: " + commandLine(args),
 		"Servers: authserver, resourceserver and ceiling as separate processes on 127.0.0.1, LOG_LEVEL=" + cmp.Or(cfg.LogLevel, "(default: info)") + ", logs to files; one redis-server without persistence; wrk on the same machine",
 	}}
+	emptyRedis, err := usedMemory(ctx, st.rdb)
+	if err != nil {
+		return err
+	}
 	for _, size := range cfg.Sizes {
 		if err := st.reg.grow(ctx, size); err != nil {
 			return err
 		}
+		// What the registry itself takes: the rate-limit logs of the runs
+		// before expire within a minute, so they are left out.
+		if err := clearRateLogs(ctx, st.rdb); err != nil {
+			return err
+		}
+		used, err := usedMemory(ctx, st.rdb)
+		if err != nil {
+			return err
+		}
+		rep.Memory = append(rep.Memory, memorySample{Clients: size, Bytes: used - emptyRedis})
+		logf("registry of %d clients: %d bytes of Redis, %.0f per client", size, used-emptyRedis, float64(used-emptyRedis)/float64(size))
 		load, err := st.reg.loadSet(ctx, cfg.LoadClients)
 		if err != nil {
 			return err

@@ -277,11 +277,39 @@ func evaluate(ss []summary, sizes []int, loadClients int) []target {
 	return ts
 }
 
+// memorySample is the Redis memory a registry of Clients clients takes:
+// used_memory after creating them, rate-limit logs cleared, minus
+// used_memory of the empty Redis.
+type memorySample struct {
+	Clients int
+	Bytes   int64
+}
+
+// memoryLimit is the Redis memory per registered client (record and
+// indexes, audit included).
+const memoryLimit = 1024
+
+// memoryTargets checks the memory per client of the largest registry.
+func memoryTargets(ms []memorySample) []target {
+	var ts []target
+	for i, m := range ms {
+		if m.Clients == 0 {
+			continue
+		}
+		per := float64(m.Bytes) / float64(m.Clients)
+		ts = append(ts, target{"Redis memory per registered client (used_memory delta / clients)", fmtInt(int64(m.Clients)),
+			fmt.Sprintf("%.0f B (%s for %s clients)", per, fmtBytes(m.Bytes), fmtInt(int64(m.Clients))),
+			"<= 1 KiB", per <= memoryLimit, i < len(ms)-1})
+	}
+	return ts
+}
+
 // report is everything printed.
 type report struct {
 	Machine  []string
 	Settings []string
 	Registry []string
+	Memory   []memorySample
 	Runs     []measurement
 	// CPUs is the machine's CPU count, for the machine share.
 	CPUs int
@@ -325,7 +353,7 @@ func (r report) write(w io.Writer, cfg config) {
 	}
 	fmt.Fprintln(w, "| target | clients in Redis | measured | limit | result |")
 	fmt.Fprintln(w, "|---|---|---|---|---|")
-	for _, t := range evaluate(ss, cfg.Sizes, cfg.LoadClients) {
+	for _, t := range append(evaluate(ss, cfg.Sizes, cfg.LoadClients), memoryTargets(r.Memory)...) {
 		res := "MISS"
 		switch {
 		case t.Info:

@@ -253,6 +253,20 @@ func clearRateLogs(ctx context.Context, rdb redis.UniversalClient) error {
 	}
 }
 
+// usedMemory is Redis's used_memory (INFO memory), in bytes.
+func usedMemory(ctx context.Context, rdb redis.UniversalClient) (int64, error) {
+	info, err := rdb.Info(ctx, "memory").Result()
+	if err != nil {
+		return 0, fmt.Errorf("INFO memory: %w", err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
+			return strconv.ParseInt(v, 10, 64)
+		}
+	}
+	return 0, errors.New("INFO memory: no used_memory")
+}
+
 // redisInfo describes the registry's footprint in Redis.
 func redisInfo(ctx context.Context, rdb redis.UniversalClient) string {
 	keys, err := rdb.DBSize(ctx).Result()

@@ -203,12 +203,15 @@ func scanRedis(t *testing.T, s *stack, secrets, tokens []string, current string)
 			t.Errorf("an access token is stored in Redis")
 		}
 	}
-	digest := func(sec string) string { d := sha256.Sum256([]byte(sec)); return hex.EncodeToString(d[:]) }
+	// The record holds the digest raw (32 bytes); the hex form must not be
+	// anywhere either.
+	digest := func(sec string) string { d := sha256.Sum256([]byte(sec)); return string(d[:]) }
+	hexDigest := func(sec string) string { d := sha256.Sum256([]byte(sec)); return hex.EncodeToString(d[:]) }
 	if !strings.Contains(all, digest(current)) {
 		t.Errorf("the current secret's SHA-256 digest is not in Redis")
 	}
 	for _, sec := range secrets {
-		if sec != current && strings.Contains(all, digest(sec)) {
+		if sec != current && (strings.Contains(all, digest(sec)) || strings.Contains(all, hexDigest(sec))) {
 			t.Errorf("a rotated-out secret's digest is still in Redis")
 		}
 	}

@@ -91,7 +91,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		tokenserver.Deps{
 			Registry: store, Keys: keys,
 			Redis: rdb,
-			Ready: func(ctx context.Context) error { return redisconn.Ping(ctx, rdb, time.Second) },
+			Ready: func(ctx context.Context) error { return redisconn.Ready(ctx, rdb, time.Second) },
 		})
 	if err != nil {
 		ln.Close()

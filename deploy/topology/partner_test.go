@@ -42,7 +42,7 @@ type credentials struct {
 func (top *topology) cli(t *testing.T, args ...string) []byte {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(top.bin, "authserver"), args...)
-	cmd.Env = append(baseEnv(top.home), "REDIS_URL="+top.redisURL)
+	cmd.Env = top.redisEnv()
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/partnerapi/authplatform/pkg/redistest"
 )
 
 // startTimeout bounds the wait for a process to be ready.
@@ -43,17 +45,42 @@ func repoRoot(t *testing.T) string {
 	return filepath.Dir(strings.TrimSpace(string(out)))
 }
 
-// buildServers builds authserver and resourceserver into dir as the
-// Dockerfile does (static, trimmed) and returns dir.
-func buildServers(t *testing.T, dir string) string {
+// built holds the binaries built once for every test of the package; the
+// directory is removed by TestMain.
+var built struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// builtServers builds authserver and resourceserver as the Dockerfile does
+// (static, trimmed), once per test run, and returns their directory.
+func builtServers(t *testing.T) string {
 	t.Helper()
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", dir+string(filepath.Separator), "./authserver", "./resourceserver")
-	cmd.Dir = repoRoot(t)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./authserver ./resourceserver: %v\n%s", err, out)
+	built.once.Do(func() {
+		built.dir, built.err = os.MkdirTemp("", "topology-bin-")
+		if built.err != nil {
+			return
+		}
+		cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", built.dir+string(filepath.Separator), "./authserver", "./resourceserver")
+		cmd.Dir = repoRoot(t)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("go build ./authserver ./resourceserver: %v\n%s", err, out)
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
 	}
-	return dir
+	return built.dir
+}
+
+func TestMain(m *testing.M) {
+	code := redistest.RunMain(m)
+	if built.dir != "" {
+		_ = os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
 }
 
 // baseEnv is the environment every process starts from: none of the test's

@@ -51,6 +51,7 @@ type topology struct {
 	home     string // HOME of every process, and the key set's directory
 	bin      string // directory of the authserver and resourceserver binaries
 	redisURL string
+	prefix   string // REDIS_KEY_PREFIX of every process
 	edge     string // the one base URL: http://127.0.0.1:PORT
 	auth     []*server
 	resource []*server
@@ -63,10 +64,16 @@ type topology struct {
 // both pools.
 func startTopology(t *testing.T, nAuth, nResource int) *topology {
 	t.Helper()
-	dir := t.TempDir()
-	top := &topology{home: dir, bin: buildServers(t, filepath.Join(dir, "bin")), partner: newPartnerClient()}
 	// The durability the compose file configures (deploy/README.md).
-	top.redisURL = redistest.StartServer(t, "--appendonly", "yes", "--appendfsync", "always").URL()
+	return startTopologyOn(t, nAuth, nResource, redistest.StartServer(t, "--appendonly", "yes", "--appendfsync", "always").URL(), "")
+}
+
+// startTopologyOn is startTopology on the Redis at redisURL, every key under
+// prefix (REDIS_KEY_PREFIX; "" for a Redis of the test's own).
+func startTopologyOn(t *testing.T, nAuth, nResource int, redisURL, prefix string) *topology {
+	t.Helper()
+	dir := t.TempDir()
+	top := &topology{home: dir, bin: builtServers(t), partner: newPartnerClient(), redisURL: redisURL, prefix: prefix}
 
 	keys := filepath.Join(dir, "jwks.json")
 	top.cli(t, "keys", "generate", "--out", keys)
@@ -75,7 +82,7 @@ func startTopology(t *testing.T, nAuth, nResource int) *topology {
 
 	edgePort := redistest.FreePort(t)
 	top.edge = "http://" + edgeAddr + ":" + strconv.Itoa(edgePort)
-	env := append(baseEnv(dir), "REDIS_URL="+top.redisURL, "TRUSTED_PROXIES="+edgeAddr+"/32", "LOG_LEVEL=info")
+	env := append(top.redisEnv(), "TRUSTED_PROXIES="+edgeAddr+"/32", "LOG_LEVEL=info")
 
 	for i := range nAuth {
 		top.auth = append(top.auth, top.startServer(t, "auth-"+strconv.Itoa(i+1), env, "authserver",
@@ -106,6 +113,11 @@ func startTopology(t *testing.T, nAuth, nResource int) *topology {
 	waitRoutes(t, top.edge+"/.well-known/jwks.json", top.auth)
 	waitRoutes(t, top.edge+"/readyz", top.resource)
 	return top
+}
+
+// redisEnv is the environment of every server and CLI process.
+func (top *topology) redisEnv() []string {
+	return append(baseEnv(top.home), "REDIS_URL="+top.redisURL, "REDIS_KEY_PREFIX="+top.prefix)
 }
 
 // waitRoutes polls url, a path the edge routes to one of servers, until

@@ -53,15 +53,14 @@ func (s *Store) Credential(ctx context.Context, id string) (*Credential, error) 
 		return nil, unavailable("read credential", err)
 	}
 	status, _ := v[0].(string)
-	hexDigest, _ := v[1].(string)
-	var d Digest
-	if n, err := hex.Decode(d[:], []byte(hexDigest)); err != nil || n != len(d) {
+	d, ok := digestFrom(str(v[1]))
+	if !ok {
 		return cred, nil
 	}
 	cred.digest = d
 	cred.active = status == StatusActive
 	cred.Generation, _ = strconv.ParseInt(str(v[2]), 10, 64)
-	cred.Scopes = ParseScopes(str(v[3]))
+	cred.Scopes = scopesFrom(str(v[3]))
 	cred.Audience = str(v[4])
 	return cred, nil
 }
@@ -71,6 +70,21 @@ func (s *Store) Credential(ctx context.Context, id string) (*Credential, error) 
 func (s *Store) DigestChecks() int64 { return s.digestChecks.Load() }
 
 func str(v any) string { s, _ := v.(string); return s }
+
+// digestFrom reads a stored digest: 32 raw bytes, or (records written
+// before) 64 hexadecimal digits.
+func digestFrom(v string) (Digest, bool) {
+	var d Digest
+	switch len(v) {
+	case len(d):
+		copy(d[:], v)
+		return d, true
+	case 2 * len(d):
+		_, err := hex.Decode(d[:], []byte(v))
+		return d, err == nil
+	}
+	return d, false
+}
 
 // Admission outcomes of AdmitToken and AdmitAPI.
 type Outcome int

@@ -7,13 +7,28 @@
 // # Keys
 //
 // Every key of one client carries the client id as hash tag ({svc_...}):
-// its record (a hash), its API and token request logs (sorted sets, see
-// package ratelimit) and its audit stream. Every script therefore touches a
-// single slot and also runs on Redis Cluster. Organisations likewise keep
-// their record and audit stream under {org:SLUG}. The listing indexes live
-// under {registry}; they are written before the record, so a crash between
-// the two leaves an index entry that listings skip, never a record that is
-// half written.
+// its record (a hash), its API and token request counts (see package
+// ratelimit) and its audit trail (a list, capped). Every script therefore
+// touches a single slot and also runs on Redis Cluster. Organisations
+// likewise keep their record and audit stream under {org:SLUG}. The
+// listing indexes live under {registry} (a set of organisations, a set of
+// client ids per organisation); they are written before the record, so a
+// crash between the two leaves an index entry that listings skip, never a
+// record that is half written.
+//
+// The record stays in Redis's listpack encoding (every value under 64
+// bytes): the secret's SHA-256 digest raw, scopes as a bit set over
+// AllScopes, times as milliseconds since the epoch. With its audit list
+// and index entry, a client costs under 1 KB of Redis.
+//
+// # Replicas
+//
+// Redis replicates asynchronously. With ConfirmWrites, every operator
+// change waits (WAIT, on the connection to the primary that owns the key)
+// until enough replicas acknowledged it, and a change they do not confirm
+// is returned with ErrNotReplicated instead of being reported as done: a
+// failover could otherwise undo a rotation or a revocation and bring the
+// old secret back.
 //
 // # Credentials
 //

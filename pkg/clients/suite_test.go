@@ -3,7 +3,7 @@ package clients_test
 import (
 	"context"
 	"fmt"
-	"sort"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/redisconn"
 	"github.com/partnerapi/authplatform/pkg/redistest"
 	"github.com/partnerapi/authplatform/pkg/testclock"
 )
@@ -25,14 +26,27 @@ type env struct {
 	clock  *fakeClock
 }
 
-// TestStore runs the conformance suite against the real test Redis and an
-// in-process miniredis: both must behave alike.
+func TestMain(m *testing.M) { os.Exit(redistest.RunMain(m)) }
+
+// TestStore runs the conformance suite against the real test Redis, an
+// in-process miniredis, a Redis Cluster and a Sentinel group: all must
+// behave alike. On the replicated ones every change waits for a replica,
+// as the servers' REDIS_URL makes it by default there.
 func TestStore(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
+	for _, b := range redistest.AllBackends(t) {
 		t.Run(b.Name, func(t *testing.T) {
+			conf, err := redisconn.ConfirmationOf(b.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b.URL == "" {
+				conf.Replicas = 0
+			}
 			runStoreSuite(t, func(t *testing.T, now func() time.Time) (*clients.Store, redis.UniversalClient, string) {
 				prefix := redistest.Prefix(t, b.Client)
-				return clients.NewStore(b.Client, prefix, now), b.Client, prefix
+				store := clients.NewStore(b.Client, prefix, now)
+				store.ConfirmWrites(conf)
+				return store, b.Client, prefix
 			})
 		})
 	}
@@ -128,24 +142,9 @@ func (e *env) hospital(t *testing.T) (clients.Client, string) {
 // keys lists every key under the test's prefix, sorted.
 func (e *env) keys(t *testing.T) []string {
 	t.Helper()
-	var out []string
-	iter := e.rdb.Scan(ctx(t), 0, e.prefix+"*", 1000).Iterator()
-	for iter.Next(ctx(t)) {
-		out = append(out, iter.Val())
-	}
-	if err := iter.Err(); err != nil {
+	out, err := redistest.Keys(ctx(t), e.rdb, e.prefix+"*")
+	if err != nil {
 		t.Fatalf("SCAN: %v", err)
-	}
-	sort.Strings(out)
-	return slicesCompact(out)
-}
-
-func slicesCompact(s []string) []string {
-	out := s[:0]
-	for i, v := range s {
-		if i == 0 || v != s[i-1] {
-			out = append(out, v)
-		}
 	}
 	return out
 }

@@ -23,7 +23,9 @@ const DefaultURL = "redis://127.0.0.1:6379/0"
 //   - redis+cluster://host:port[?addr=host:port...] or any URL with addr=
 //     parameters and no master_name: a Cluster seeded with those nodes.
 //
-// It does not dial; Ping checks reachability.
+// Besides go-redis's own parameters, the URL may carry confirm_replicas and
+// confirm_timeout (see Confirmation), which Open ignores. It does not dial;
+// Ping and Ready check reachability.
 func Open(rawURL string) (redis.UniversalClient, error) {
 	if rawURL == "" {
 		rawURL = DefaultURL
@@ -33,6 +35,14 @@ func Open(rawURL string) (redis.UniversalClient, error) {
 		return nil, errors.New("REDIS_URL is not a URL")
 	}
 	q := u.Query()
+	// go-redis refuses parameters it does not know: ours are taken out.
+	if _, err := confirmationOf(q, u); err != nil {
+		return nil, err
+	}
+	q.Del(paramConfirmReplicas)
+	q.Del(paramConfirmTimeout)
+	u.RawQuery = q.Encode()
+	rawURL = u.String()
 	switch {
 	case q.Has("master_name"):
 		opt, err := redis.ParseFailoverURL(rawURL)
@@ -48,7 +58,12 @@ func Open(rawURL string) (redis.UniversalClient, error) {
 			return nil, fmt.Errorf("REDIS_URL (cluster): %w", err)
 		}
 		tune(q, &opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.MaxRetries, &opt.DialerRetries)
-		return build("REDIS_URL (cluster)", func() redis.UniversalClient { return redis.NewClusterClient(opt) })
+		opt.ClusterStateReloadInterval = clusterReloadInterval
+		return build("REDIS_URL (cluster)", func() redis.UniversalClient {
+			cc := redis.NewClusterClient(opt)
+			cc.AddHook(reloadOnConnError{cc: cc})
+			return cc
+		})
 	default:
 		opt, err := redis.ParseURL(rawURL)
 		if err != nil {

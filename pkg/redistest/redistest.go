@@ -4,11 +4,14 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -59,12 +62,60 @@ func Miniredis(t testing.TB) redis.UniversalClient {
 type Backend struct {
 	Name   string
 	Client redis.UniversalClient
+	// URL is the REDIS_URL the client was opened from ("" for miniredis).
+	URL string
 }
 
 // Backends returns the real test Redis and an in-process miniredis, so a
 // store's conformance suite proves both behave alike.
 func Backends(t testing.TB) []Backend {
-	return []Backend{{"redis", Client(t)}, {"miniredis", Miniredis(t)}}
+	return []Backend{{"redis", Client(t), URL()}, {"miniredis", Miniredis(t), ""}}
+}
+
+// AllBackends returns Backends and, after them, the shared Cluster and
+// Sentinel group (Topologies; the package's TestMain must use RunMain),
+// each through a client opened from its REDIS_URL as the servers open it.
+func AllBackends(t testing.TB) []Backend {
+	t.Helper()
+	out := Backends(t)
+	for _, top := range Topologies(t) {
+		rdb, err := redisconn.Open(top.URL())
+		if err != nil {
+			t.Fatalf("redistest: open %s: %v", top.URL(), err)
+		}
+		t.Cleanup(func() { _ = rdb.Close() })
+		out = append(out, Backend{Name: top.Name(), Client: rdb, URL: top.URL()})
+	}
+	return out
+}
+
+// Keys lists the keys matching pattern on every primary: SCAN through a
+// ClusterClient would see only one node's.
+func Keys(ctx context.Context, rdb redis.UniversalClient, pattern string) ([]string, error) {
+	var (
+		mu  sync.Mutex
+		out []string
+	)
+	scan := func(ctx context.Context, c *redis.Client) error {
+		iter := c.Scan(ctx, 0, pattern, 1000).Iterator()
+		for iter.Next(ctx) {
+			mu.Lock()
+			out = append(out, iter.Val())
+			mu.Unlock()
+		}
+		return iter.Err()
+	}
+	var err error
+	switch c := rdb.(type) {
+	case *redis.ClusterClient:
+		err = c.ForEachMaster(ctx, scan)
+	case *redis.Client:
+		err = scan(ctx, c)
+	default:
+		return nil, fmt.Errorf("redistest: cannot scan a %T", rdb)
+	}
+	slices.Sort(out)
+	return slices.Compact(out), err
 }
 
 // Prefix returns a key prefix unique to this test and deletes every key
@@ -76,19 +127,9 @@ func Prefix(t testing.TB, rdb redis.UniversalClient) string {
 	prefix := "test:" + hex.EncodeToString(b[:]) + ":"
 	t.Cleanup(func() {
 		ctx := context.Background()
-		del := func(ctx context.Context, c *redis.Client) error {
-			iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-			for iter.Next(ctx) {
-				c.Del(ctx, iter.Val())
-			}
-			return iter.Err()
-		}
-		if cc, ok := rdb.(*redis.ClusterClient); ok {
-			_ = cc.ForEachMaster(ctx, del)
-			return
-		}
-		if c, ok := rdb.(*redis.Client); ok {
-			_ = del(ctx, c)
+		keys, _ := Keys(ctx, rdb, prefix+"*")
+		for _, k := range keys {
+			rdb.Del(ctx, k)
 		}
 	})
 	return prefix
@@ -134,9 +175,17 @@ func (s *Server) Start() {
 		"--port", strconv.Itoa(s.Port), "--bind", "127.0.0.1", "--dir", s.Dir,
 		"--save", "", "--daemonize", "no", "--logfile", filepath.Join(s.Dir, "redis.log"),
 	}, s.Args...)
-	s.cmd = exec.Command("redis-server", args...)
+	s.startCommand(exec.Command("redis-server", args...))
+}
+
+// startCommand starts cmd (a redis-server or redis-sentinel of s) and waits
+// until it answers PING.
+func (s *Server) startCommand(cmd *exec.Cmd) {
+	s.t.Helper()
+	cmd.SysProcAttr = sysProcAttr()
+	s.cmd = cmd
 	if err := s.cmd.Start(); err != nil {
-		s.t.Fatalf("redistest: start redis-server: %v", err)
+		s.t.Fatalf("redistest: start %s: %v", cmd.Path, err)
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: s.Addr()})
 	defer rdb.Close()
@@ -148,7 +197,7 @@ func (s *Server) Start() {
 		time.Sleep(20 * time.Millisecond)
 	}
 	log, _ := os.ReadFile(filepath.Join(s.Dir, "redis.log"))
-	s.t.Fatalf("redistest: redis-server on %s did not answer: %s", s.Addr(), log)
+	s.t.Fatalf("redistest: %s on %s did not answer: %s", cmd.Path, s.Addr(), log)
 }
 
 // Kill stops the server with SIGKILL (a crash) and waits for it to exit.

@@ -74,8 +74,10 @@ var (
 		detail:     "service temporarily unavailable",
 		retryAfter: "5",
 	}
-	errRedisNotReady = &problem{status: http.StatusServiceUnavailable, detail: "redis unavailable"}
-	errKeysNotReady  = &problem{status: http.StatusServiceUnavailable, detail: "signing keys unavailable"}
+	// The probe's 503s carry Retry-After like every other 503 (spec:
+	// Other API errors, 5xx).
+	errRedisNotReady = &problem{status: http.StatusServiceUnavailable, detail: "redis unavailable", retryAfter: "5"}
+	errKeysNotReady  = &problem{status: http.StatusServiceUnavailable, detail: "signing keys unavailable", retryAfter: "5"}
 	errInternal      = &problem{status: http.StatusInternalServerError, detail: "internal error"}
 )
 
@@ -113,7 +115,8 @@ func (s *server) fail(c *gin.Context, err error) {
 	switch p {
 	case errInternal:
 		s.logAt(c, slog.LevelError, "internal error", slog.Any("error", err))
-	case errUnavailable:
+	case errUnavailable, errRedisNotReady, errKeysNotReady:
+		// The error names what failed (on a Cluster, the shard).
 		s.logAt(c, slog.LevelWarn, "dependency unavailable", slog.Any("error", err))
 	default:
 		s.logAt(c, slog.LevelDebug, "request refused", slog.Int("status", p.status), slog.Any("error", err))

@@ -1,11 +1,12 @@
 package api
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/partnerapi/authplatform/pkg/redisconn"
 )
 
 // healthz answers while the process runs, checking no dependency.
@@ -14,13 +15,12 @@ func (s *server) healthz(c *gin.Context) {
 	writeJSON(c, http.StatusOK, statusBody{Status: "ok"})
 }
 
-// readyz answers 200 when requests can be served: Redis answers and the
+// readyz answers 200 when requests can be served: Redis answers (on a
+// Cluster, every primary: the log names a shard that does not) and the
 // token service's keys are loaded.
 func (s *server) readyz(c *gin.Context) {
 	c.Header("Cache-Control", "no-store")
-	ctx, cancel := context.WithTimeout(c.Request.Context(), s.cfg.ReadyTimeout)
-	defer cancel()
-	if err := s.deps.Redis.Ping(ctx).Err(); err != nil {
+	if err := redisconn.Ready(c.Request.Context(), s.deps.Redis, s.cfg.ReadyTimeout); err != nil {
 		s.fail(c, fmt.Errorf("%w: %w", errRedisNotReady, err))
 		return
 	}

@@ -50,11 +50,6 @@ type Admitter interface {
 	AdmitAPI(ctx context.Context, id string, generation int64, now func() time.Time) (clients.APIAdmission, error)
 }
 
-// Pinger checks that Redis answers, for /readyz (any go-redis client).
-type Pinger interface {
-	Ping(ctx context.Context) *redis.StatusCmd
-}
-
 // Deps are the server's collaborators. Every field is required.
 type Deps struct {
 	// Clients is the client registry, normally a *clients.Store.
@@ -66,8 +61,9 @@ type Deps struct {
 	Keys accesstoken.KeySource
 	// Docs is the documentation served publicly.
 	Docs *apidocs.Docs
-	// Redis is pinged by /readyz.
-	Redis Pinger
+	// Redis is checked by /readyz: the node, the Sentinel-managed primary
+	// or every primary of a Cluster must answer (redisconn.Ready).
+	Redis redis.UniversalClient
 	// Metrics counts refusals and token cache lookups (optional).
 	Metrics Metrics
 }

@@ -1,0 +1,378 @@
+//go:build unix
+
+package topology
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/partnerapi/authplatform/pkg/redisconn"
+	"github.com/partnerapi/authplatform/pkg/redistest"
+)
+
+// TestReplicatedJourney runs the partner journey (create, token, /me,
+// rotate, old token refused on the next request, revoke, the shared limit)
+// with the real binaries on a Redis Cluster (3 primaries, 3 replicas) and
+// on a Sentinel group, every operator change confirmed by a replica.
+func TestReplicatedJourney(t *testing.T) {
+	requireCommand(t, "caddy")
+	for _, rt := range redistest.Topologies(t) {
+		t.Run(rt.Name(), func(t *testing.T) {
+			top := startTopologyOn(t, 1, 1, rt.URL(), testPrefix(t, rt.URL()))
+			journey(t, top)
+		})
+	}
+}
+
+// testPrefix is a REDIS_KEY_PREFIX of the test's own on a shared Redis,
+// its keys deleted when the test ends.
+func testPrefix(t *testing.T, redisURL string) string {
+	t.Helper()
+	rdb, err := redisconn.Open(redisURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rdb.Close() })
+	return redistest.Prefix(t, rdb)
+}
+
+// clientKey is the Redis key of a client's record under prefix.
+func clientKey(prefix, id string) string { return prefix + "{" + id + "}:client" }
+
+// TestReplicaNotConfirmed cuts the link between the primary holding a
+// client and its replica (the replica stopped, its connection killed, as in
+// the lost-rotation report) and runs `authserver clients rotate-secret`:
+// it must exit 3 within the confirmation timeout and say the change is not
+// confirmed, without printing a secret. Once the replica is back, the same
+// command succeeds.
+func TestReplicaNotConfirmed(t *testing.T) {
+	requireCommand(t, "caddy")
+	for _, rt := range redistest.Topologies(t) {
+		t.Run(rt.Name(), func(t *testing.T) {
+			top := &topology{home: t.TempDir(), bin: builtServers(t), redisURL: rt.URL(), prefix: testPrefix(t, rt.URL())}
+			top.cli(t, "orgs", "create", "--slug", testOrg, "--name", "Replica test", "--environment", "live")
+			c := top.createClient(t, "events.subscribe")
+
+			primary := rt.PrimaryFor(t, clientKey(top.prefix, c.ID))
+			replicas := rt.ReplicasOf(t, primary)
+			if len(replicas) == 0 {
+				t.Fatalf("primary %s has no replica", primary.Addr())
+			}
+			cutReplicas(t, primary, replicas)
+
+			start := time.Now()
+			stdout, stderr, code := top.cliStatus(t, "clients", "rotate-secret", c.ID)
+			took := time.Since(start)
+			t.Logf("rotate-secret with the replica cut off: exit %d after %v: %s", code, took.Round(time.Millisecond), strings.TrimSpace(stderr))
+			if code != 3 {
+				t.Errorf("exit status %d, want 3 (not confirmed by a replica)\nstdout: %s\nstderr: %s", code, stdout, stderr)
+			}
+			if took > redisconn.DefaultConfirmTimeout+3*time.Second {
+				t.Errorf("the command took %v, want about the confirmation timeout (%v)", took, redisconn.DefaultConfirmTimeout)
+			}
+			for _, want := range []string{"no replica confirmed the change", "a failover could still undo it", "clients show"} {
+				if !strings.Contains(stderr, want) {
+					t.Errorf("stderr lacks %q: %s", want, stderr)
+				}
+			}
+			if strings.Contains(stdout+stderr, "svc_cs_") {
+				t.Errorf("an unconfirmed rotation printed a secret:\n%s%s", stdout, stderr)
+			}
+
+			resumeReplicas(t, rt, primary, replicas)
+			rotated := top.cliCredentials(t, "clients", "rotate-secret", c.ID)
+			if rotated.ID != c.ID {
+				t.Fatalf("rotate-secret printed %+v", rotated)
+			}
+		})
+	}
+}
+
+// cutReplicas stops the replicas of primary (SIGSTOP) and kills their
+// connections on the primary, so nothing more reaches them.
+func cutReplicas(t *testing.T, primary *redistest.Server, replicas []*redistest.Server) {
+	t.Helper()
+	for _, r := range replicas {
+		r.Signal(syscall.SIGSTOP)
+	}
+	t.Cleanup(func() {
+		for _, r := range replicas {
+			r.Signal(syscall.SIGCONT)
+		}
+	})
+	c := redis.NewClient(&redis.Options{Addr: primary.Addr()})
+	defer c.Close()
+	if err := c.Do(context.Background(), "client", "kill", "type", "replica").Err(); err != nil {
+		t.Fatalf("CLIENT KILL TYPE replica on %s: %v", primary.Addr(), err)
+	}
+}
+
+// resumeReplicas continues the replicas and waits until primary has them
+// back, synced.
+func resumeReplicas(t *testing.T, rt redistest.Topology, primary *redistest.Server, replicas []*redistest.Server) {
+	t.Helper()
+	for _, r := range replicas {
+		r.Signal(syscall.SIGCONT)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for len(rt.ReplicasOf(t, primary)) < len(replicas) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the replicas of %s did not come back", primary.Addr())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// cliStatus runs the operator CLI and returns its output and exit status.
+func (top *topology) cliStatus(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(top.bin, "authserver"), args...)
+	cmd.Env = top.redisEnv()
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	default:
+		t.Fatalf("authserver %s: %v", strings.Join(args, " "), err)
+	}
+	return out.String(), errOut.String(), code
+}
+
+// TestFailover kills (SIGKILL) the primary that holds a client while token,
+// /me and introspection traffic for that client runs against both servers,
+// on a Cluster and on a Sentinel group. It asserts that:
+//
+//   - every answer is 200, or 503 with Retry-After: never a 500, never a
+//     transport error;
+//   - no request sent after the kill was answered 200 before the replica's
+//     promotion (the client's state could not be read then);
+//   - the servers recover, without a restart, within 2 s of the promotion:
+//     every request sent from then on is answered 200;
+//   - /readyz says 503 while the primary is gone and 200 after;
+//   - a rotation confirmed by the replica before the kill survives it: the
+//     old secret and the tokens issued under it stay dead, the new secret
+//     works.
+//
+// It prints each kind's error count and the recovery time.
+func TestFailover(t *testing.T) {
+	redistest.Long(t)
+	requireCommand(t, "caddy")
+	for _, start := range []func(testing.TB) redistest.Topology{
+		func(t testing.TB) redistest.Topology { return redistest.StartCluster(t) },
+		func(t testing.TB) redistest.Topology { return redistest.StartSentinel(t) },
+	} {
+		rt := start(t)
+		t.Run(rt.Name(), func(t *testing.T) { failover(t, rt) })
+	}
+}
+
+// failoverLoad is the traffic of TestFailover.
+type failoverLoad struct {
+	mu      sync.Mutex
+	records []failoverRecord
+}
+
+type failoverRecord struct {
+	kind       string // token, me, introspect, readyz-auth, readyz-resource
+	sent, done time.Time
+	status     int // 0: transport error
+	retryAfter string
+	err        string
+}
+
+func (l *failoverLoad) add(r failoverRecord) {
+	l.mu.Lock()
+	l.records = append(l.records, r)
+	l.mu.Unlock()
+}
+
+func failover(t *testing.T, rt redistest.Topology) {
+	top := startTopologyOn(t, 1, 1, rt.URL(), testPrefix(t, rt.URL()))
+	old := top.createClient(t, "events.subscribe")
+	for _, args := range [][]string{{old.ID, "1000000"}, {old.ID, "1000000", "--token"}} {
+		top.cli(t, append([]string{"clients", "set-rate-limit"}, args...)...)
+	}
+	oldToken := top.token(t, old, basicAuth)
+	// The rotation before the crash: confirmed by the replica, so the crash
+	// cannot undo it.
+	c := top.cliCredentials(t, "clients", "rotate-secret", old.ID)
+	tok := top.token(t, c, basicAuth)
+
+	auth, resource := top.auth[0].base, top.resource[0].base
+	primary := rt.PrimaryFor(t, clientKey(top.prefix, c.ID))
+	replicas := rt.ReplicasOf(t, primary)
+
+	load := &failoverLoad{}
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+	send := func(kind string, req *http.Request) {
+		r := failoverRecord{kind: kind, sent: time.Now()}
+		resp, err := hc.Do(req)
+		if err != nil {
+			r.err = err.Error()
+		} else {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			r.status, r.retryAfter = resp.StatusCode, resp.Header.Get("Retry-After")
+		}
+		r.done = time.Now()
+		load.add(r)
+	}
+	requests := map[string]func() *http.Request{
+		"token": func() *http.Request {
+			req, _ := http.NewRequest(http.MethodPost, auth+"/api/v1/oauth/token/", strings.NewReader("grant_type=client_credentials"))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.SetBasicAuth(url.QueryEscape(c.ID), url.QueryEscape(c.Secret))
+			return req
+		},
+		"me": func() *http.Request {
+			req, _ := http.NewRequest(http.MethodGet, resource+"/api/v1/me/", nil)
+			req.Header.Set("Authorization", "Bearer "+tok)
+			return req
+		},
+		"introspect": func() *http.Request {
+			req, _ := http.NewRequest(http.MethodPost, auth+"/api/v1/oauth/introspect/", strings.NewReader(url.Values{"token": {tok}}.Encode()))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.SetBasicAuth(url.QueryEscape(c.ID), url.QueryEscape(c.Secret))
+			return req
+		},
+		"readyz-auth":     func() *http.Request { req, _ := http.NewRequest(http.MethodGet, auth+"/readyz", nil); return req },
+		"readyz-resource": func() *http.Request { req, _ := http.NewRequest(http.MethodGet, resource+"/readyz", nil); return req },
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for kind, newReq := range requests {
+		workers, pause := 2, 5*time.Millisecond
+		if strings.HasPrefix(kind, "readyz") {
+			workers, pause = 1, 100*time.Millisecond
+		}
+		for range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					send(kind, newReq())
+					time.Sleep(pause)
+				}
+			}()
+		}
+	}
+
+	time.Sleep(time.Second)
+	killed := time.Now()
+	primary.Kill()
+	promoted, seen := rt.WaitPromoted(t, replicas, 60*time.Second)
+	// The promotion happened at or before seen; WaitPromoted polls every
+	// 50 ms and asks each node, so it had not yet happened a little earlier.
+	notYet := seen.Add(-300 * time.Millisecond)
+	time.Sleep(4 * time.Second)
+	close(stop)
+	wg.Wait()
+	t.Logf("%s: killed primary %s; replica %s promoted %v after the kill", rt.Name(), primary.Addr(), promoted.Addr(), seen.Sub(killed).Round(time.Millisecond))
+
+	const recoverWithin = 2 * time.Second
+	byKind := map[string][]failoverRecord{}
+	for _, r := range load.records {
+		byKind[r.kind] = append(byKind[r.kind], r)
+	}
+	kinds := slices.Sorted(func(yield func(string) bool) {
+		for k := range byKind {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	for _, kind := range kinds {
+		recs := byKind[kind]
+		counts := map[string]int{}
+		var lastFailure time.Time
+		for _, r := range recs {
+			label := strconv.Itoa(r.status)
+			if r.status == 0 {
+				label = "transport error"
+			}
+			counts[label]++
+			if r.status != http.StatusOK && r.sent.After(lastFailure) {
+				lastFailure = r.sent
+			}
+			switch {
+			case r.status == 0:
+				t.Errorf("%s: transport error: %s", kind, r.err)
+			case r.status == http.StatusServiceUnavailable && r.retryAfter == "":
+				t.Errorf("%s: 503 without Retry-After", kind)
+			case r.status != http.StatusOK && r.status != http.StatusServiceUnavailable:
+				t.Errorf("%s: answered %d", kind, r.status)
+			}
+			isReady := strings.HasPrefix(kind, "readyz")
+			if !isReady && r.status == http.StatusOK && r.sent.After(killed) && r.done.Before(notYet) {
+				t.Errorf("%s: sent %v after the kill and answered 200 %v before the promotion: the client's state cannot have been read",
+					kind, r.sent.Sub(killed).Round(time.Millisecond), notYet.Sub(r.done).Round(time.Millisecond))
+			}
+			if r.sent.After(seen.Add(recoverWithin)) && r.status != http.StatusOK {
+				t.Errorf("%s: sent %v after the promotion, answered %d: not recovered within %v",
+					kind, r.sent.Sub(seen).Round(time.Millisecond), r.status, recoverWithin)
+			}
+		}
+		recovery := "no failure"
+		if !lastFailure.IsZero() {
+			recovery = fmt.Sprintf("last failure sent %v after the promotion", lastFailure.Sub(seen).Round(time.Millisecond))
+		}
+		t.Logf("%s %-15s %5d requests %v; %s", rt.Name(), kind, len(recs), counts, recovery)
+		if strings.HasPrefix(kind, "readyz") && counts["503"] == 0 {
+			t.Errorf("%s never said 503 while the primary was gone", kind)
+		}
+	}
+
+	// The confirmed rotation survived: the old secret and its token stay
+	// dead, the new secret works.
+	top.wantInvalidClient(t, old)
+	top.wantMeStatus(t, top.edge, oldToken, http.StatusUnauthorized)
+	if active := top.introspect(t, c, oldToken); active {
+		t.Errorf("the token of the rotated-away secret is active after the failover")
+	}
+	fresh := top.token(t, c, basicAuth)
+	top.wantMe(t, top.edge, fresh, c.ID)
+}
+
+// introspect asks the edge whether token is active, as client c.
+func (top *topology) introspect(t *testing.T, c credentials, token string) bool {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, top.edge+"/api/v1/oauth/introspect/", strings.NewReader(url.Values{"token": {token}}.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.SetBasicAuth(url.QueryEscape(c.ID), url.QueryEscape(c.Secret))
+	a := top.do(t, req)
+	var body struct {
+		Active bool `json:"active"`
+	}
+	if a.status != http.StatusOK || json.Unmarshal(a.body, &body) != nil {
+		t.Fatalf("introspection: %d %s", a.status, a.body)
+	}
+	return body.Active
+}

@@ -1,0 +1,570 @@
+package redistest
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Topology is a replicated Redis the way operators run it, started on
+// loopback from the Debian packages' redis-server and redis-sentinel.
+type Topology interface {
+	// Name is "cluster" or "sentinel".
+	Name() string
+	// URL is the REDIS_URL both servers and the CLI take.
+	URL() string
+	// PrimaryFor returns the node that is now the primary owning key.
+	PrimaryFor(t testing.TB, key string) *Server
+	// ReplicasOf returns the replicas now attached to primary (take them
+	// before killing it).
+	ReplicasOf(t testing.TB, primary *Server) []*Server
+	// WaitPromoted waits until one of candidates (the replicas of a killed
+	// primary) has been promoted and the topology serves through it (the
+	// cluster's state is ok, or the sentinels name it), and returns it with
+	// the moment that was first seen.
+	WaitPromoted(t testing.TB, candidates []*Server, within time.Duration) (*Server, time.Time)
+}
+
+// nodeArgs are the settings of every node of a replicated topology: AOF as
+// operators run it, and a replica's first sync that starts at once instead
+// of after repl-diskless-sync-delay's 5 s.
+var nodeArgs = []string{"--appendonly", "yes", "--appendfsync", "everysec", "--repl-diskless-sync-delay", "0"}
+
+// startNode starts one redis-server of a topology on port with extra args.
+func startNode(t testing.TB, port int, args ...string) *Server {
+	t.Helper()
+	s := &Server{Port: port, Dir: t.TempDir(), Args: append(append([]string{}, nodeArgs...), args...), t: t}
+	s.Start()
+	return s
+}
+
+// requireBinary fails the test under CI when a command is missing and
+// skips it elsewhere.
+func requireBinary(t testing.TB, name string) {
+	t.Helper()
+	if _, err := exec.LookPath(name); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("redistest: %s is not installed (CI=true): %v", name, err)
+		}
+		t.Skipf("redistest: %s is not installed: %v", name, err)
+	}
+}
+
+// clusterPort returns a port below 55535 such that it and its cluster bus
+// port (port + 10000) are both free: Redis refuses a node whose bus port
+// would pass 65535.
+func clusterPort(t testing.TB) int {
+	t.Helper()
+	for range 200 {
+		p := 20000 + rand.IntN(25000)
+		if portFree(p) && portFree(p+10000) {
+			return p
+		}
+	}
+	t.Fatalf("redistest: no free port pair for a cluster node")
+	return 0
+}
+
+func portFree(p int) bool {
+	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+	if err != nil {
+		return false
+	}
+	_ = l.Close()
+	return true
+}
+
+// nodeClient is a plain client to one node, closed with the test.
+func nodeClient(t testing.TB, s *Server) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: s.Addr(), DialTimeout: time.Second, ReadTimeout: 2 * time.Second, MaxRetries: -1})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// infoField reads one field of INFO section from a node ("" when the node
+// does not answer).
+func infoField(ctx context.Context, s *Server, section, field string) string {
+	c := redis.NewClient(&redis.Options{Addr: s.Addr(), DialTimeout: 500 * time.Millisecond, ReadTimeout: time.Second, MaxRetries: -1})
+	defer c.Close()
+	info, err := c.Info(ctx, section).Result()
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// waitFor polls cond every 50 ms until it holds or within passes.
+func waitFor(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("redistest: %s: not within %v", what, within)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Running reports whether the server process is up.
+func (s *Server) Running() bool { return s.cmd != nil }
+
+// Cluster is a Redis Cluster of 3 primaries and 3 replicas on loopback.
+type Cluster struct {
+	Nodes []*Server
+}
+
+// StartCluster starts a 3 + 3 Cluster (redis-cli --cluster create, as an
+// operator would), waits until every slot is served and every replica has
+// finished its first sync, and stops it when the test ends. Node timeout
+// is 2 s, so a killed primary's replica is promoted a few seconds later.
+func StartCluster(t testing.TB) *Cluster {
+	t.Helper()
+	requireBinary(t, "redis-server")
+	requireBinary(t, "redis-cli")
+	c := &Cluster{}
+	for range 6 {
+		n := startNode(t, clusterPort(t), "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+			"--cluster-node-timeout", "2000", "--cluster-replica-validity-factor", "0")
+		t.Cleanup(n.Kill)
+		c.Nodes = append(c.Nodes, n)
+	}
+	args := []string{"--cluster", "create"}
+	for _, n := range c.Nodes {
+		args = append(args, n.Addr())
+	}
+	args = append(args, "--cluster-replicas", "1", "--cluster-yes")
+	if out, err := exec.Command("redis-cli", args...).CombinedOutput(); err != nil {
+		t.Fatalf("redistest: redis-cli --cluster create: %v\n%s", err, out)
+	}
+	ctx := context.Background()
+	waitFor(t, 30*time.Second, "cluster state ok on every node", func() bool {
+		for _, n := range c.Nodes {
+			if infoOf(ctx, n, "CLUSTER INFO", "cluster_state") != "ok" {
+				return false
+			}
+		}
+		return true
+	})
+	c.waitReplicasSynced(t)
+	return c
+}
+
+// infoOf runs a command that answers INFO-style text (CLUSTER INFO) and
+// reads one field.
+func infoOf(ctx context.Context, s *Server, command, field string) string {
+	c := redis.NewClient(&redis.Options{Addr: s.Addr(), DialTimeout: 500 * time.Millisecond, ReadTimeout: time.Second, MaxRetries: -1})
+	defer c.Close()
+	parts := strings.Fields(command)
+	args := make([]any, len(parts))
+	for i, p := range parts {
+		args[i] = p
+	}
+	text, err := c.Do(ctx, args...).Text()
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(text, "\r\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// waitReplicasSynced waits until every running replica's link is up, so a
+// primary killed now has an eligible, complete replica.
+func (c *Cluster) waitReplicasSynced(t testing.TB) {
+	t.Helper()
+	ctx := context.Background()
+	waitFor(t, 30*time.Second, "every replica synced", func() bool {
+		for _, n := range c.Nodes {
+			if !n.Running() {
+				continue
+			}
+			if infoField(ctx, n, "replication", "role") == "slave" && infoField(ctx, n, "replication", "master_link_status") != "up" {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// Name implements Topology.
+func (c *Cluster) Name() string { return "cluster" }
+
+// URL is a redis+cluster:// URL seeded with every node.
+func (c *Cluster) URL() string {
+	u := "redis+cluster://" + c.Nodes[0].Addr()
+	sep := "?"
+	for _, n := range c.Nodes[1:] {
+		u += sep + "addr=" + n.Addr()
+		sep = "&"
+	}
+	return u
+}
+
+// byAddr returns the node at addr.
+func (c *Cluster) byAddr(addr string) *Server {
+	for _, n := range c.Nodes {
+		if n.Addr() == addr {
+			return n
+		}
+	}
+	return nil
+}
+
+// slotOwner asks a running node which node serves key's slot as primary.
+func (c *Cluster) slotOwner(ctx context.Context, key string) (*Server, error) {
+	var lastErr error
+	for _, n := range c.Nodes {
+		if !n.Running() {
+			continue
+		}
+		cl := redis.NewClient(&redis.Options{Addr: n.Addr(), DialTimeout: 500 * time.Millisecond, MaxRetries: -1})
+		slot, err := cl.ClusterKeySlot(ctx, key).Result()
+		if err == nil {
+			var slots []redis.ClusterSlot
+			slots, err = cl.ClusterSlots(ctx).Result()
+			for _, s := range slots {
+				if int64(s.Start) <= slot && slot <= int64(s.End) && len(s.Nodes) > 0 {
+					_ = cl.Close()
+					if owner := c.byAddr(s.Nodes[0].Addr); owner != nil {
+						return owner, nil
+					}
+					return nil, fmt.Errorf("slot %d served by unknown node %s", slot, s.Nodes[0].Addr)
+				}
+			}
+		}
+		_ = cl.Close()
+		lastErr = err
+	}
+	return nil, fmt.Errorf("no node answered: %v", lastErr)
+}
+
+// PrimaryFor implements Topology.
+func (c *Cluster) PrimaryFor(t testing.TB, key string) *Server {
+	t.Helper()
+	s, err := c.slotOwner(context.Background(), key)
+	if err != nil {
+		t.Fatalf("redistest: owner of %q: %v", key, err)
+	}
+	return s
+}
+
+// WaitPromoted implements Topology.
+func (c *Cluster) WaitPromoted(t testing.TB, candidates []*Server, within time.Duration) (*Server, time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	var promoted *Server
+	waitFor(t, within, "a replica promoted", func() bool {
+		for _, n := range candidates {
+			if n.Running() && infoField(ctx, n, "replication", "role") == "master" &&
+				infoOf(ctx, n, "CLUSTER INFO", "cluster_state") == "ok" {
+				promoted = n
+				return true
+			}
+		}
+		return false
+	})
+	return promoted, time.Now()
+}
+
+// ReplicasOf implements Topology.
+func (c *Cluster) ReplicasOf(t testing.TB, primary *Server) []*Server {
+	return replicasFromInfo(t, primary, c.byAddr)
+}
+
+// replicasFromInfo lists the replicas a primary reports (INFO replication).
+func replicasFromInfo(t testing.TB, primary *Server, byAddr func(string) *Server) []*Server {
+	t.Helper()
+	ctx := context.Background()
+	n, _ := strconv.Atoi(infoField(ctx, primary, "replication", "connected_slaves"))
+	var out []*Server
+	for i := range n {
+		v := infoField(ctx, primary, "replication", "slave"+strconv.Itoa(i)) // ip=..,port=..,state=..
+		var ip, port string
+		for _, kv := range strings.Split(v, ",") {
+			k, val, _ := strings.Cut(kv, "=")
+			switch k {
+			case "ip":
+				ip = val
+			case "port":
+				port = val
+			}
+		}
+		if s := byAddr(ip + ":" + port); s != nil {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Sentinel is a Sentinel-managed group: a primary, one replica and three
+// sentinels (quorum 2) on loopback.
+type Sentinel struct {
+	// Master is the name the sentinels monitor.
+	Master    string
+	Nodes     []*Server // the primary as started, then its replica
+	Sentinels []*Server
+}
+
+// sentinelDownAfter is how long the sentinels wait before they call a
+// primary down; operators use more (5-30 s), tests want a short failover.
+const sentinelDownAfter = 1000 * time.Millisecond
+
+// StartSentinel starts the group, waits until the replica is synced and
+// every sentinel knows the replica and the other sentinels, and stops it
+// when the test ends.
+func StartSentinel(t testing.TB) *Sentinel {
+	t.Helper()
+	requireBinary(t, "redis-server")
+	requireBinary(t, "redis-sentinel")
+	g := &Sentinel{Master: "partnerapi"}
+	primary := startNode(t, FreePort(t))
+	t.Cleanup(primary.Kill)
+	replica := startNode(t, FreePort(t), "--replicaof", "127.0.0.1", strconv.Itoa(primary.Port))
+	t.Cleanup(replica.Kill)
+	g.Nodes = []*Server{primary, replica}
+	for range 3 {
+		s := &Server{Port: FreePort(t), Dir: t.TempDir(), t: t}
+		conf := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nlogfile %s\nsentinel monitor %s 127.0.0.1 %d 2\n"+
+			"sentinel down-after-milliseconds %s %d\nsentinel failover-timeout %s 10000\nsentinel parallel-syncs %s 1\n",
+			s.Port, s.Dir, filepath.Join(s.Dir, "redis.log"), g.Master, primary.Port,
+			g.Master, sentinelDownAfter.Milliseconds(), g.Master, g.Master)
+		path := filepath.Join(s.Dir, "sentinel.conf")
+		if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s.startCommand(exec.Command("redis-sentinel", path))
+		t.Cleanup(s.Kill)
+		g.Sentinels = append(g.Sentinels, s)
+	}
+	ctx := context.Background()
+	waitFor(t, 30*time.Second, "replica synced", func() bool {
+		return infoField(ctx, replica, "replication", "master_link_status") == "up"
+	})
+	waitFor(t, 30*time.Second, "sentinels know the replica and each other", func() bool {
+		for _, s := range g.Sentinels {
+			c := redis.NewSentinelClient(&redis.Options{Addr: s.Addr(), DialTimeout: 500 * time.Millisecond})
+			m, err := c.Master(ctx, g.Master).Result()
+			_ = c.Close()
+			if err != nil || m["num-slaves"] != "1" || m["num-other-sentinels"] != "2" {
+				return false
+			}
+		}
+		return true
+	})
+	return g
+}
+
+// Name implements Topology.
+func (g *Sentinel) Name() string { return "sentinel" }
+
+// URL is a REDIS_URL naming the sentinels and the master name.
+func (g *Sentinel) URL() string {
+	u := "redis://" + g.Sentinels[0].Addr() + "/0?master_name=" + g.Master
+	for _, s := range g.Sentinels[1:] {
+		u += "&addr=" + s.Addr()
+	}
+	return u
+}
+
+func (g *Sentinel) byAddr(addr string) *Server {
+	for _, n := range g.Nodes {
+		if n.Addr() == addr {
+			return n
+		}
+	}
+	return nil
+}
+
+// currentPrimary asks the sentinels which node is the primary now.
+func (g *Sentinel) currentPrimary(ctx context.Context) *Server {
+	for _, s := range g.Sentinels {
+		c := redis.NewSentinelClient(&redis.Options{Addr: s.Addr(), DialTimeout: 500 * time.Millisecond})
+		addr, err := c.GetMasterAddrByName(ctx, g.Master).Result()
+		_ = c.Close()
+		if err == nil && len(addr) == 2 {
+			return g.byAddr(addr[0] + ":" + addr[1])
+		}
+	}
+	return nil
+}
+
+// PrimaryFor implements Topology: one primary holds every key.
+func (g *Sentinel) PrimaryFor(t testing.TB, _ string) *Server {
+	t.Helper()
+	p := g.currentPrimary(context.Background())
+	if p == nil {
+		t.Fatalf("redistest: no sentinel names a primary of %s", g.Master)
+	}
+	return p
+}
+
+// WaitPromoted implements Topology.
+func (g *Sentinel) WaitPromoted(t testing.TB, candidates []*Server, within time.Duration) (*Server, time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	var promoted *Server
+	waitFor(t, within, "sentinels promote a replica", func() bool {
+		p := g.currentPrimary(ctx)
+		for _, n := range candidates {
+			if p == n && infoField(ctx, n, "replication", "role") == "master" {
+				promoted = n
+				return true
+			}
+		}
+		return false
+	})
+	return promoted, time.Now()
+}
+
+// ReplicasOf implements Topology.
+func (g *Sentinel) ReplicasOf(t testing.TB, primary *Server) []*Server {
+	return replicasFromInfo(t, primary, g.byAddr)
+}
+
+// Topologies returns a Cluster and a Sentinel group shared by every test of
+// the package (they take seconds to start); the package's TestMain runs
+// its tests through RunMain, which stops them at the end.
+func Topologies(t testing.TB) []Topology {
+	t.Helper()
+	shared.once.Do(func() {
+		// Started under a long-lived holder so that the first test's end
+		// does not stop them.
+		h := &holder{name: "shared-topologies"}
+		defer func() {
+			if h.failed {
+				shared.err = fmt.Errorf("starting the shared topologies failed:\n%s", strings.Join(h.logs, "\n"))
+			}
+		}()
+		done := make(chan struct{})
+		go func() { // FailNow in a holder ends this goroutine, not the test's
+			defer close(done)
+			shared.cluster = StartCluster(h)
+			shared.sentinel = StartSentinel(h)
+		}()
+		<-done
+		shared.holder = h
+	})
+	if shared.err != nil {
+		t.Fatal(shared.err)
+	}
+	if shared.skip != "" {
+		t.Skip(shared.skip)
+	}
+	if shared.cluster == nil || shared.sentinel == nil {
+		t.Fatalf("redistest: the shared topologies did not start: %s", strings.Join(shared.holder.logs, "\n"))
+	}
+	return []Topology{shared.cluster, shared.sentinel}
+}
+
+var shared struct {
+	once     sync.Once
+	holder   *holder
+	cluster  *Cluster
+	sentinel *Sentinel
+	err      error
+	skip     string
+}
+
+// RunMain runs a package's tests and then stops the shared topologies:
+//
+//	func TestMain(m *testing.M) { os.Exit(redistest.RunMain(m)) }
+func RunMain(m *testing.M) int {
+	code := m.Run()
+	if shared.holder != nil {
+		shared.holder.cleanup()
+	}
+	return code
+}
+
+// holder is the testing.TB of processes that outlive a single test: it
+// collects cleanups and logs and runs the cleanups at RunMain's end.
+type holder struct {
+	testing.TB
+	name     string
+	mu       sync.Mutex
+	cleanups []func()
+	logs     []string
+	failed   bool
+	tmp      []string
+}
+
+func (h *holder) Helper()          {}
+func (h *holder) Name() string     { return h.name }
+func (h *holder) Cleanup(f func()) { h.mu.Lock(); h.cleanups = append(h.cleanups, f); h.mu.Unlock() }
+func (h *holder) Logf(f string, a ...any) {
+	h.mu.Lock()
+	h.logs = append(h.logs, fmt.Sprintf(f, a...))
+	h.mu.Unlock()
+}
+func (h *holder) Errorf(f string, a ...any) {
+	h.Logf(f, a...)
+	h.mu.Lock()
+	h.failed = true
+	h.mu.Unlock()
+}
+func (h *holder) Fatalf(f string, a ...any) { h.Errorf(f, a...); runtime.Goexit() }
+func (h *holder) Fatal(a ...any)            { h.Errorf("%s", fmt.Sprint(a...)); runtime.Goexit() }
+func (h *holder) Skipf(f string, a ...any) {
+	shared.skip = fmt.Sprintf(f, a...)
+	runtime.Goexit()
+}
+func (h *holder) Failed() bool { return h.failed }
+func (h *holder) TempDir() string {
+	d, err := os.MkdirTemp("", "redistest-")
+	if err != nil {
+		h.Fatalf("tempdir: %v", err)
+	}
+	h.mu.Lock()
+	h.tmp = append(h.tmp, d)
+	h.mu.Unlock()
+	return d
+}
+
+func (h *holder) cleanup() {
+	h.mu.Lock()
+	cs := h.cleanups
+	h.cleanups = nil
+	h.mu.Unlock()
+	for i := len(cs) - 1; i >= 0; i-- {
+		cs[i]()
+	}
+	for _, d := range h.tmp {
+		_ = os.RemoveAll(d)
+	}
+}
+
+// sysProcAttr kills every process a test starts when the test binary dies
+// without running its cleanups (a panic, a timeout): nothing is left behind.
+func sysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+}
+
+// Signal sends sig to the server process (SIGSTOP and SIGCONT pause and
+// resume it, as a hung host would).
+func (s *Server) Signal(sig syscall.Signal) {
+	if s.cmd != nil && s.cmd.Process != nil {
+		_ = s.cmd.Process.Signal(sig)
+	}
+}
