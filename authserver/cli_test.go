@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -54,6 +55,13 @@ func execAuthserver(t *testing.T, env map[string]string, args ...string) (stdout
 	return out.String(), errOut.String(), code
 }
 
+// runAuthserver runs the command line in-process (run) with env.
+func runAuthserver(env map[string]string, args ...string) (stdout, stderr string, err error) {
+	var out, errOut bytes.Buffer
+	err = run(context.Background(), append([]string{"authserver"}, args...), func(k string) string { return env[k] }, &out, &errOut)
+	return out.String(), errOut.String(), err
+}
+
 // The help of one command, exactly: its usage line, what it does and its
 // flags, on stdout, exit 0, with -h, --help and `help COMMAND` alike.
 func TestCommandHelp(t *testing.T) {
@@ -70,37 +78,39 @@ flags:
   --rate-limit int   API requests per minute, at least 1 (default 120)
   --scopes string    space-separated scopes
 `
+	// As a process, and in-process for the other spellings.
+	if stdout, stderr, code := execAuthserver(t, nil, "clients", "create", "--help"); stdout != want || stderr != "" || code != 0 {
+		t.Errorf("authserver clients create --help: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
 	for _, args := range [][]string{
-		{"clients", "create", "--help"},
 		{"clients", "create", "-h"},
 		{"clients", "create", "--org", "x", "--help"},
 		{"help", "clients", "create"},
 	} {
-		stdout, stderr, code := execAuthserver(t, nil, args...)
-		if stdout != want || stderr != "" || code != 0 {
-			t.Errorf("authserver %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, stdout, stderr)
+		stdout, stderr, err := runAuthserver(nil, args...)
+		if stdout != want || stderr != "" || err != nil {
+			t.Errorf("authserver %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, stdout, stderr)
 		}
 	}
 	// The help never shows the environment's values of secrets.
-	stdout, _, code := execAuthserver(t, map[string]string{"REDIS_URL": "redis://u:hunter2@h:1/0"}, "serve", "--help")
-	if code != 0 || strings.Contains(stdout, "hunter2") || !strings.Contains(stdout, "\n  --metrics-addr string     listen address of GET /metrics, or off (env METRICS_ADDR) (default 127.0.0.1:9080)\n") {
-		t.Errorf("serve --help: exit %d\n%s", code, stdout)
+	stdout, _, err := runAuthserver(map[string]string{"REDIS_URL": "redis://u:hunter2@h:1/0"}, "serve", "--help")
+	if err != nil || strings.Contains(stdout, "hunter2") || !strings.Contains(stdout, "\n  --metrics-addr string     listen address of GET /metrics, or off (env METRICS_ADDR) (default 127.0.0.1:9080)\n") {
+		t.Errorf("serve --help: %v\n%s", err, stdout)
 	}
 	// Every command of the table has a help of its own.
 	for _, c := range commands() {
-		args := append(strings.Fields(c.Name), "--help")
-		stdout, stderr, code := execAuthserver(t, nil, args...)
-		if code != 0 || stderr != "" || !strings.HasPrefix(stdout, "usage: authserver "+c.Name) || !strings.Contains(stdout, c.Summary) {
-			t.Errorf("authserver %s --help: exit %d\n%s%s", c.Name, code, stdout, stderr)
+		stdout, stderr, err := runAuthserver(nil, append(strings.Fields(c.Name), "--help")...)
+		if err != nil || stderr != "" || !strings.HasPrefix(stdout, "usage: authserver "+c.Name) || !strings.Contains(stdout, c.Summary) {
+			t.Errorf("authserver %s --help: %v\n%s%s", c.Name, err, stdout, stderr)
 		}
 	}
 	// A group lists its subcommands.
-	stdout, stderr, code := execAuthserver(t, nil, "clients", "--help")
-	if code != 0 || stderr != "" || !strings.HasPrefix(stdout, "usage: authserver clients SUBCOMMAND") || strings.Count(stdout, "\n  clients ") != 7 {
-		t.Errorf("clients --help: exit %d\n%s%s", code, stdout, stderr)
+	stdout, stderr, err := runAuthserver(nil, "clients", "--help")
+	if err != nil || stderr != "" || !strings.HasPrefix(stdout, "usage: authserver clients SUBCOMMAND") || strings.Count(stdout, "\n  clients ") != 7 {
+		t.Errorf("clients --help: %v\n%s%s", err, stdout, stderr)
 	}
 	// help lists every command and the exit statuses.
-	stdout, stderr, code = execAuthserver(t, nil, "help")
+	stdout, stderr, code := execAuthserver(t, nil, "help")
 	if code != 0 || stderr != "" || !strings.HasPrefix(stdout, "usage: authserver COMMAND [SUBCOMMAND]") ||
 		strings.Count(stdout, "\n  ") != 2*len(commands()) || !strings.Contains(stdout, "Exit status: 0 success, 1 runtime failure, 2 usage error, 3 change written but not") {
 		t.Errorf("help: exit %d\n%s%s", code, stdout, stderr)
