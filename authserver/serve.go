@@ -105,7 +105,6 @@ func serve(ctx context.Context, cfg serveConfig, env cli.Env) error {
 		tokenserver.Deps{
 			Registry: clients.NewStore(rdb, env.Getenv("REDIS_KEY_PREFIX"), nil),
 			Keys:     keys,
-			Redis:    rdb,
 			Ready:    func(ctx context.Context) error { return redisconn.Ready(ctx, rdb, time.Second) },
 			Metrics:  m,
 		})

@@ -26,8 +26,12 @@ var (
 		Description: "The server encountered an unexpected condition"}
 )
 
-// slowDown is the 429 of the per-client token request limit.
-type slowDown struct{ retryAfter int64 }
+// slowDown is a 429: of the per-client token request limit, or (failures)
+// of the limits of failed authentications (authenticate.go).
+type slowDown struct {
+	retryAfter int64
+	failures   bool
+}
 
 func (e *slowDown) Error() string { return "slow_down" }
 
@@ -42,10 +46,10 @@ func toOAuth(err error) (*oauthError, http.Header) {
 	case errors.As(err, &oe):
 		return oe, nil
 	case errors.As(err, &sd):
-		h := http.Header{}
-		h.Set("Retry-After", strconv.FormatInt(sd.retryAfter, 10))
-		return &oauthError{Status: http.StatusTooManyRequests, Code: "slow_down",
-			Description: "More than the allowed token requests in a minute for this client; retry after the number of seconds in Retry-After"}, h
+		if sd.failures {
+			return errTooManyFailures, retryAfterHeader(sd.retryAfter)
+		}
+		return errSlowDown, retryAfterHeader(sd.retryAfter)
 	case clients.IsUnavailable(err):
 		h := http.Header{}
 		h.Set("Retry-After", strconv.Itoa(unavailableRetryAfter))
@@ -65,6 +69,10 @@ func toOAuth(err error) (*oauthError, http.Header) {
 }
 
 var (
+	errSlowDown = &oauthError{Status: http.StatusTooManyRequests, Code: "slow_down",
+		Description: "More than the allowed token requests in a minute for this client; retry after the number of seconds in Retry-After"}
+	errTooManyFailures = &oauthError{Status: http.StatusTooManyRequests, Code: "slow_down",
+		Description: "Too many failed client authentications from this address; retry after the number of seconds in Retry-After"}
 	errInvalidClient = &oauthError{Status: http.StatusUnauthorized, Code: "invalid_client", Description: "Client authentication failed"}
 	errInvalidScope  = &oauthError{Status: http.StatusBadRequest, Code: "invalid_scope",
 		Description: "The requested scope is not held by the client, unknown or malformed"}

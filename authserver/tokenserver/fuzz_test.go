@@ -75,7 +75,7 @@ func FuzzTokenRequest(f *testing.F) {
 		Issuer: testIssuer, Audience: testAudience, Now: func() time.Time { return epoch },
 		RateNow: rate.Now, KeyPrefix: prefix,
 	}, Deps{
-		Registry: store, Keys: keys, Redis: rdb,
+		Registry: store, Keys: keys,
 		Ready: func(ctx context.Context) error { return redisconn.Ping(ctx, rdb, time.Second) },
 	})
 	if err != nil {

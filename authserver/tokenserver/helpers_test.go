@@ -70,7 +70,8 @@ type env struct {
 	now      *clock // token times (iat, exp, expiry checks)
 	rate     *clock // rate limits; nil: the Redis server's clock
 	trust    clientip.Trust
-	failures int64 // per-address failure limit
+	failures int64 // per-address and per-client failure limit
+	ceiling  int   // per-address ceiling of failures naming no client
 	logs     *syncBuffer
 	url      string // base URL of the first instance
 	srv      *Server
@@ -94,6 +95,9 @@ func withTrust(list string) envOption {
 
 // withFailures sets the per-address failure limit.
 func withFailures(n int64) envOption { return func(e *env) { e.failures = n } }
+
+// withCeiling sets the per-address ceiling of failures naming no client.
+func withCeiling(n int) envOption { return func(e *env) { e.ceiling = n } }
 
 // withRedisClock lets the rate limits run on the Redis server's clock.
 func withRedisClock() envOption { return func(e *env) { e.rate = nil } }
@@ -134,11 +138,10 @@ func (e *env) start(keys *accesstoken.KeySet) (string, *Server) {
 	rdb := e.rdb
 	s, err := NewServer(logger, Config{
 		Issuer: testIssuer, Audience: testAudience, Trust: e.trust, FailuresPerMinute: e.failures,
-		Now: e.now.Now, RateNow: rateNow, KeyPrefix: e.prefix,
+		AddressFailuresPerMinute: e.ceiling, Now: e.now.Now, RateNow: rateNow, KeyPrefix: e.prefix,
 	}, Deps{
 		Registry: e.store,
 		Keys:     keys,
-		Redis:    rdb,
 		Ready:    func(ctx context.Context) error { return redisconn.Ping(ctx, rdb, time.Second) },
 	})
 	if err != nil {

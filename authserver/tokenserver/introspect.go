@@ -1,7 +1,6 @@
 package tokenserver
 
 import (
-	"log/slog"
 	"net/http"
 
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
@@ -29,39 +28,27 @@ var inactive = map[string]bool{"active": false}
 // rotated, revoked, tampered, foreign or malformed one, is {"active":false}.
 func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	if s.blocked(ctx, w, r) {
-		return
-	}
 	req, err := parseClientRequest(r)
 	if err != nil {
-		s.tokenError(ctx, w, r, credentials{}, err)
+		s.refuse(ctx, w, r, credentials{}, err)
 		return
 	}
-	if !req.Client.Present {
-		s.tokenError(ctx, w, r, req.Client, errInvalidClient)
-		return
-	}
-	annotate(ctx, slog.String("client_id", loggableID(req.Client.ID)))
-	// The caller's credential is read and compared on the token endpoint's
-	// path, so unknown, wrong-secret and revoked callers look alike.
-	cred, err := s.reg.Credential(ctx, req.Client.ID)
+	// The caller authenticates on the token endpoint's path, so unknown,
+	// wrong-secret and revoked callers look alike.
+	auth, err := s.authenticate(ctx, r, req, false)
 	if err != nil {
-		s.tokenError(ctx, w, r, req.Client, err)
-		return
-	}
-	if !cred.Matches(req.Client.Secret) {
-		s.tokenError(ctx, w, r, req.Client, errInvalidClient)
+		s.refuse(ctx, w, r, req.Client, err)
 		return
 	}
 	if !req.Params.Has("token") {
-		s.tokenError(ctx, w, r, req.Client, invalidRequest("token is required"))
+		s.refuse(ctx, w, r, req.Client, invalidRequest("token is required"))
 		return
 	}
-	// The caller's own credential, read and matched above, is active; its
-	// token is live exactly when it carries the same credential generation
-	// (a rotation or revocation raised it), so no second read is needed.
+	// The caller's own credential, checked above, is active; its token is
+	// live exactly when it carries the same credential generation (a
+	// rotation or revocation raised it), so no second read is needed.
 	claims, err := s.verify(req.Params.Get("token"))
-	if err != nil || claims.ClientID != cred.ClientID || claims.Generation != cred.Generation {
+	if err != nil || claims.ClientID != req.Client.ID || claims.Generation != auth.Generation {
 		writeJSON(w, http.StatusOK, noStore(), inactive)
 		return
 	}

@@ -18,7 +18,7 @@ import (
 
 // The token service's metrics, read from its registry after real requests:
 // tokens issued, refusals by endpoint and OAuth error code (the per-client
-// token limit and the per-address block both as slow_down), introspection's
+// token limit and the spent failure budget both as slow_down), introspection's
 // cache, and answers by route.
 func TestMetrics(t *testing.T) {
 	e := newEnv(t, withFailures(2))
@@ -28,7 +28,7 @@ func TestMetrics(t *testing.T) {
 		Issuer: testIssuer, Audience: testAudience, FailuresPerMinute: 2,
 		Now: e.now.Now, RateNow: e.rate.Now, KeyPrefix: e.prefix,
 	}, Deps{
-		Registry: e.store, Keys: e.keys, Redis: e.rdb, Metrics: m,
+		Registry: e.store, Keys: e.keys, Metrics: m,
 		Ready: func(ctx context.Context) error { return redisconn.Ping(ctx, e.rdb, time.Second) },
 	})
 	if err != nil {
@@ -55,7 +55,7 @@ func TestMetrics(t *testing.T) {
 		{tokenURL, cc, basic(id, secret), 200},
 		{tokenURL, cc, basic(id, secret), 429},                       // slow_down: the client's token limit
 		{tokenURL, cc, basic(id, "wrong"), 401},                      // invalid_client: failure 1 of the address
-		{introspectURL, form("token", "x"), basic(id, "wrong"), 401}, // introspect invalid_client: failure 2, blocked
+		{introspectURL, form("token", "x"), basic(id, "wrong"), 401}, // introspect invalid_client: failure 2, the budget is spent
 		{tokenURL, cc, basic(id, secret), 429},                       // slow_down: the address is blocked
 	} {
 		if r := post(t, tc.url, formType, tc.body, tc.auth); r.Status != tc.status {

@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
-	"strconv"
 	"sync"
 	"time"
 
@@ -82,48 +81,6 @@ func (r *statusRecorder) WriteHeader(code int) {
 func (r *statusRecorder) Write(b []byte) (int, error) {
 	r.wrote = true
 	return r.ResponseWriter.Write(b)
-}
-
-// blocked answers 429 for an address that caused too many failed client
-// authentications, without looking at its request: the flood costs neither
-// a digest nor a Redis round trip. It reports whether it answered.
-func (s *Server) blocked(ctx context.Context, w http.ResponseWriter, r *http.Request) bool {
-	addr := limitKey(s.cfg.Trust.Of(r))
-	until, ok := s.blocks.Get(addr)
-	if !ok {
-		return false
-	}
-	now := s.rateClock()
-	if !now.Before(until) {
-		s.blocks.Remove(addr)
-		return false
-	}
-	s.metrics.Refused(endpointOf(r), "slow_down")
-	wait := int64((until.Sub(now) + time.Second - 1) / time.Second)
-	h := noStore()
-	h.Set("Retry-After", strconv.FormatInt(wait, 10))
-	writeJSON(w, http.StatusTooManyRequests, h, map[string]string{
-		"error": "slow_down", "error_description": "Too many failed client authentications from this address; retry after the number of seconds in Retry-After",
-	})
-	return true
-}
-
-// countFailure counts a failed client authentication against the request's
-// address (shared by every replica through Redis); past the limit, this
-// replica refuses the address's requests until the window lets it in again.
-func (s *Server) countFailure(ctx context.Context, r *http.Request) {
-	addr := limitKey(s.cfg.Trust.Of(r))
-	d, err := s.failures.Allow(ctx, s.cfg.KeyPrefix+"{authfail:"+addr+"}")
-	if err != nil {
-		s.log.WarnContext(ctx, "count failed authentication", "err", err)
-		return
-	}
-	// Block once the limit is reached, not one failure later: the address
-	// may cause FailuresPerMinute failures, and its next request is refused.
-	if !d.Allowed || d.Count >= s.cfg.FailuresPerMinute {
-		s.blocks.Add(addr, s.rateClock().Add(d.Wait))
-		annotate(ctx, slog.Bool("address_blocked", true))
-	}
 }
 
 // rateClock is the clock of the rate limits: the injected one, else the

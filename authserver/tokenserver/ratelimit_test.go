@@ -204,6 +204,64 @@ func TestFailureLimitPerAddress(t *testing.T) {
 	blocked(post(t, e.url+PathToken, formType, grant(), basic(id, secret), from(prober)), "60")
 }
 
+// TestFailuresNeverLockOutANeighbour: behind one address (a hospital's
+// NAT), a stale integration keeps sending a rotated secret; its client is
+// refused once its budget is spent, but a neighbour's client from the same
+// address gets every token it asks for, on both replicas. A storm of
+// unknown ids from that address meets the address's ceiling, and still the
+// neighbour's valid credentials pass.
+func TestFailuresNeverLockOutANeighbour(t *testing.T) {
+	t.Parallel()
+	const budget, ceiling = 3, 5
+	e := newEnv(t, withTrust("127.0.0.1/32"), withFailures(budget), withCeiling(ceiling))
+	other, _ := e.start(e.keys)
+	stale, _ := e.client(clients.AudiencePharma, clients.ScopeEventsSubscribe)
+	neighbour, neighbourSecret := e.client(clients.AudienceHospital, clients.ScopeEventsSubscribe)
+	if _, err := e.store.SetTokenRateLimit(t.Context(), neighbour, 1000); err != nil {
+		t.Fatal(err)
+	}
+	nat := header("X-Forwarded-For", "203.0.113.50")
+
+	issued := 0
+	for i := range 40 {
+		base := []string{e.url, other}[i%2]
+		r := post(t, base+PathToken, formType, grant(), basic(stale, "svc_cs_rotated_away"), nat)
+		if i < budget {
+			wantStatus(t, r, http.StatusUnauthorized)
+			wantJSON(t, r, bodyInvalidClient)
+		} else {
+			wantStatus(t, r, http.StatusTooManyRequests)
+			wantJSON(t, r, bodyBlocked)
+		}
+		tokenReply(t, post(t, base+PathToken, formType, grant(), basic(neighbour, neighbourSecret), nat), "events.subscribe")
+		issued++
+		e.rate.Add(time.Second)
+	}
+	if issued != 40 {
+		t.Fatalf("the neighbour got %d of 40 tokens", issued)
+	}
+
+	// Unknown ids from the same address: invalid_client up to the ceiling,
+	// then slow_down; the neighbour is still served.
+	for i := range ceiling + 3 {
+		r := post(t, e.url+PathToken, formType, grant(), basic(clients.NewClientID(), "svc_cs_x"), nat)
+		if i < ceiling {
+			wantStatus(t, r, http.StatusUnauthorized)
+			wantJSON(t, r, bodyInvalidClient)
+			continue
+		}
+		wantStatus(t, r, http.StatusTooManyRequests)
+		wantJSON(t, r, bodyBlocked)
+		if ra := r.Header.Get("Retry-After"); ra == "" || ra == "0" {
+			t.Errorf("ceiling's 429 Retry-After = %q", ra)
+		}
+	}
+	tokenReply(t, post(t, e.url+PathToken, formType, grant(), basic(neighbour, neighbourSecret), nat), "events.subscribe")
+	// Malformed requests count against the ceiling too.
+	r := post(t, e.url+PathToken, formType, "grant_type=client_credentials&grant_type=x", basic(neighbour, neighbourSecret), nat)
+	wantStatus(t, r, http.StatusTooManyRequests)
+}
+
 // TestFailureLimitIgnoresUntrustedForwarding: without a trusted proxy,
 // X-Forwarded-For is the client's own claim and changes nothing.
 func TestFailureLimitIgnoresUntrustedForwarding(t *testing.T) {

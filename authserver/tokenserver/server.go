@@ -10,11 +10,9 @@ import (
 
 	"github.com/go-oauth2/oauth2/v4/server"
 	lru "github.com/hashicorp/golang-lru/v2"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
 	"github.com/partnerapi/authplatform/pkg/clientip"
-	"github.com/partnerapi/authplatform/pkg/ratelimit"
 )
 
 // Config configures the token service's HTTP handler.
@@ -25,10 +23,17 @@ type Config struct {
 	Audience string
 	// Trust names the proxies whose X-Forwarded-For and X-Request-Id count.
 	Trust clientip.Trust
-	// FailuresPerMinute is how many failed client authentications one
-	// address may cause in any minute before its requests are answered 429
-	// without being checked (0: DefaultFailuresPerMinute).
+	// FailuresPerMinute is how many failed authentications of one client
+	// one address may cause in any minute before its attempts for that
+	// client are answered 429 without being checked (0:
+	// DefaultFailuresPerMinute). Counted in Redis, across every replica.
 	FailuresPerMinute int64
+	// AddressFailuresPerMinute is how many failures naming no client
+	// (unknown or malformed ids, no credentials, malformed requests) one
+	// address may cause in a minute on one replica before they are answered
+	// 429 (0: DefaultAddressFailuresPerMinute). It never refuses valid
+	// credentials.
+	AddressFailuresPerMinute int
 	// Now is the clock for token times (nil: time.Now).
 	Now func() time.Time
 	// RateNow is the clock of the rate limits (nil: the Redis server's).
@@ -41,9 +46,13 @@ type Config struct {
 // verifiedCacheSize bounds the introspection cache of verified tokens.
 const verifiedCacheSize = 10000
 
-// DefaultFailuresPerMinute is the per-address limit of failed client
-// authentications.
+// DefaultFailuresPerMinute is the per-address and per-client limit of
+// failed client authentications.
 const DefaultFailuresPerMinute = 60
+
+// DefaultAddressFailuresPerMinute is the per-address ceiling of failures
+// that name no client.
+const DefaultAddressFailuresPerMinute = 600
 
 // Validate reports every problem at once.
 func (c Config) Validate() error {
@@ -54,7 +63,7 @@ func (c Config) Validate() error {
 	if c.Audience == "" {
 		errs = append(errs, errors.New("audience is required"))
 	}
-	if c.FailuresPerMinute < 0 {
+	if c.FailuresPerMinute < 0 || c.AddressFailuresPerMinute < 0 {
 		errs = append(errs, errors.New("failures per minute must not be negative"))
 	}
 	return errors.Join(errs...)
@@ -64,8 +73,6 @@ func (c Config) Validate() error {
 type Deps struct {
 	Registry registry
 	Keys     *accesstoken.KeySet
-	// Redis runs the per-address failure count (see Config.FailuresPerMinute).
-	Redis redis.Scripter
 	// Ready reports whether Redis answers (for /readyz).
 	Ready func(ctx context.Context) error
 	// Metrics counts issued tokens, refusals and cache lookups (optional).
@@ -80,8 +87,7 @@ type Server struct {
 	oauth    *server.Server
 	verifier *accesstoken.Verifier
 	verified *lru.Cache[string, *accesstoken.Claims]
-	failures *ratelimit.Limiter
-	blocks   *lru.Cache[string, time.Time]
+	ceiling  *addressCeiling
 	ready    func(ctx context.Context) error
 	metrics  recorder
 	jwks     []byte
@@ -94,17 +100,17 @@ func NewServer(logger *slog.Logger, cfg Config, deps Deps) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if deps.Registry == nil || deps.Keys == nil || deps.Ready == nil || deps.Redis == nil {
-		return nil, errors.New("tokenserver: registry, keys, Redis and readiness check are required")
+	if deps.Registry == nil || deps.Keys == nil || deps.Ready == nil {
+		return nil, errors.New("tokenserver: registry, keys and readiness check are required")
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if deps.Metrics == nil {
-		deps.Metrics = noMetrics{}
-	}
 	if cfg.FailuresPerMinute == 0 {
 		cfg.FailuresPerMinute = DefaultFailuresPerMinute
+	}
+	if cfg.AddressFailuresPerMinute == 0 {
+		cfg.AddressFailuresPerMinute = DefaultAddressFailuresPerMinute
 	}
 	issuer, err := accesstoken.NewIssuer(deps.Keys, cfg.Issuer, cfg.Audience)
 	if err != nil {
@@ -118,21 +124,20 @@ func NewServer(logger *slog.Logger, cfg Config, deps Deps) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	blocks, err := lru.New[string, time.Time](10000)
-	if err != nil {
+	if deps.Metrics == nil {
+		deps.Metrics = noMetrics{}
+	}
+	s := &Server{log: logger, cfg: cfg, reg: deps.Registry, metrics: deps.Metrics}
+	if s.ceiling, err = newAddressCeiling(cfg.AddressFailuresPerMinute, s.rateClock); err != nil {
 		return nil, err
 	}
 	verified, err := lru.New[string, *accesstoken.Claims](verifiedCacheSize)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{
-		log: logger, cfg: cfg, reg: deps.Registry,
-		oauth:    newOAuth(deps.Registry, issuer, cfg),
-		verifier: accesstoken.NewVerifier(accesstoken.StaticKeys{Set: deps.Keys.Public()}, cfg.Issuer, cfg.Audience, cfg.Now),
-		verified: verified,
-		failures: ratelimit.NewLimiter(deps.Redis, cfg.FailuresPerMinute, time.Minute, cfg.RateNow), blocks: blocks, ready: deps.Ready, metrics: deps.Metrics, jwks: jwks, meta: meta,
-	}
+	s.oauth = newOAuth(issuer, cfg.Now)
+	s.verifier = accesstoken.NewVerifier(accesstoken.StaticKeys{Set: deps.Keys.Public()}, cfg.Issuer, cfg.Audience, cfg.Now)
+	s.verified, s.ready, s.jwks, s.meta = verified, deps.Ready, jwks, meta
 	s.mux = s.middleware(newRouter(s.routes()))
 	return s, nil
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/partnerapi/authplatform/pkg/redistest"
+
 	"bytes"
 	"context"
 	"os"
@@ -24,9 +26,8 @@ func TestQuickRun(t *testing.T) {
 			t.Skipf("%s is not installed: apt-get install -y %s", tl.command, tl.pkg)
 		}
 	}
-	if testing.Short() {
-		t.Skip("-short: the quick load run takes about 45 s")
-	}
+	redistest.Long(t) // the quick load run takes about 45 s
+
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	outFile := t.TempDir() + "/results.md"

@@ -189,7 +189,7 @@ func newStack(t testing.TB, opts ...option) *stack {
 		Issuer: issuer, Audience: audience, Trust: trust, FailuresPerMinute: cfg.failuresPerMinute,
 		Now: tokenNow, RateNow: s.rate.Now, KeyPrefix: s.prefix,
 	}, tokenserver.Deps{
-		Registry: s.store, Keys: s.keys, Redis: rdb,
+		Registry: s.store, Keys: s.keys,
 		Ready: func(ctx context.Context) error { return redisconn.Ping(ctx, rdb, time.Second) },
 	})
 	if err != nil {

@@ -90,7 +90,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	auth, err := tokenserver.NewServer(logger, tokenserver.Config{Issuer: base, Audience: "partner-api", KeyPrefix: prefix},
 		tokenserver.Deps{
 			Registry: store, Keys: keys,
-			Redis: rdb,
 			Ready: func(ctx context.Context) error { return redisconn.Ready(ctx, rdb, time.Second) },
 		})
 	if err != nil {

@@ -107,7 +107,6 @@ func startStack(t *testing.T, redisURL string) *stack {
 	}, tokenserver.Deps{
 		Registry: clients.NewStore(authRedis, "", nil),
 		Keys:     keys,
-		Redis:    authRedis,
 		Ready:    func(ctx context.Context) error { return redisconn.Ping(ctx, authRedis, time.Second) },
 	})
 	if err != nil {

@@ -19,6 +19,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/partnerapi/authplatform/pkg/redistest"
 )
 
 // soakFor is the length of TestSoak's load: 0 is the short run of CI.
@@ -65,9 +67,7 @@ const (
 //   - the resident memory of every server process stays flat: no sample
 //     after the warm-up above twice the first one after it plus 20 MB.
 func TestSoak(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: this test builds the servers and starts seven processes")
-	}
+	redistest.Long(t)
 	requireCommand(t, "redis-server")
 	requireCommand(t, "caddy")
 	length, every := soakShort, soakShortRotation

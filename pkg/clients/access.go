@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -99,34 +100,207 @@ const (
 	Limited
 )
 
-// admitTokenScript checks that the client is still active at the generation
-// its secret was verified against and counts the token request. KEYS: record,
-// token log. ARGV: generation, now_ms, member, window_ms.
-var admitTokenScript = redis.NewScript(ratelimit.SlidingLogLua + `
-local st = redis.call('HMGET', KEYS[1], 'status', 'generation', 'token_rate_limit')
-if st[1] ~= 'active' or st[2] ~= ARGV[1] then return {0, 0, 0, 0} end
-local limit = tonumber(st[3]) or 30
-local a, c, w = sliding_log(KEYS[2], limit, tonumber(ARGV[4]), tonumber(ARGV[2]), ARGV[3])
-return {2 - a, c, w, limit}
+// authenticateScript authenticates a client by the digest of the secret it
+// presents and, for a token request, checks the requested scope and counts
+// the request, all in one round trip. KEYS: record, token log, failure log
+// of the presenting address for this client. ARGV: digest (raw), digest
+// (hex, for records written before digests were stored raw), 'token' or
+// 'caller', requested scope bits (-1: every scope held, -2: a scope that
+// cannot be granted), now_ms, window_ms, failure limit, log member.
+//
+// The digest is compared here with a plain string comparison, not in
+// constant time: what is compared is a SHA-256 digest of a 256-bit random
+// secret, and learning how much of a stored digest an attempt's digest
+// matches tells nothing about the secret (it would take SHA-256 preimages
+// to use). Unknown, wrong-secret and revoked attempts take this one path;
+// an unknown id writes nothing, the others count a failure.
+//
+// Returns {0} for an unknown id; {1} for a wrong secret or a revoked
+// client; {2, wait_ms} when the address has used up its failure budget for
+// this client (nothing compared); {3, gen, held} for a scope the client does
+// not hold; {4, gen, granted, count, wait_ms, limit} over the token limit;
+// {5, gen, granted[, count, wait_ms, limit]} authenticated.
+var authenticateScript = redis.NewScript(ratelimit.SlidingLogLua + `
+local function log_count(key, window_ms, now_ms)
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now_ms - window_ms)
+  local n = redis.call('ZCARD', key)
+  local wait = 0
+  if n > 0 then
+    local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+    wait = tonumber(oldest[2]) + window_ms - now_ms
+  end
+  return n, wait
+end
+local function scope_bits(v)
+  local n = tonumber(v)
+  if n then return n end
+  local names = {['programme.metrics.read'] = 1, ['events.subscribe'] = 2, ['patients.read'] = 4, ['referrals.write'] = 8}
+  local bits = 0
+  for w in string.gmatch(v or '', '%S+') do bits = bits + (names[w] or 0) end
+  return bits
+end
+local st = redis.call('HMGET', KEYS[1], 'status', 'secret_digest', 'generation', 'scopes', 'token_rate_limit')
+if not st[2] then return {0} end
+local now = now_millis(tonumber(ARGV[5]))
+local window, flimit = tonumber(ARGV[6]), tonumber(ARGV[7])
+local failures, fwait = log_count(KEYS[3], window, now)
+if failures >= flimit then return {2, fwait} end
+if st[1] ~= 'active' or (st[2] ~= ARGV[1] and st[2] ~= ARGV[2]) then
+  sliding_log(KEYS[3], flimit, window, now, ARGV[8])
+  return {1}
+end
+-- (the bit library is not in every Redis's Lua: plain arithmetic)
+local function subset(a, b)
+  for i = 0, 30 do
+    local p = 2 ^ i
+    if p > a then return true end
+    if math.floor(a / p) % 2 == 1 and math.floor(b / p) % 2 == 0 then return false end
+  end
+  return true
+end
+local gen, held = tonumber(st[3]), scope_bits(st[4])
+local want = tonumber(ARGV[4])
+if want == -2 or (want >= 0 and not subset(want, held)) then return {3, gen, held} end
+if want == -1 then want = held end
+if ARGV[3] ~= 'token' then return {5, gen, want} end
+local limit = tonumber(st[5]) or 30
+local a, c, w = sliding_log(KEYS[2], limit, window, now, ARGV[8])
+if a == 0 then return {4, gen, want, c, w, limit} end
+return {5, gen, want, c, w, limit}
 `)
 
-// TokenAdmission is the result of AdmitToken.
-type TokenAdmission struct {
-	Outcome  Outcome
-	Decision ratelimit.Decision
-	Limit    int64
+// AuthOutcome is what Authenticate decided.
+type AuthOutcome int
+
+// Outcomes of Authenticate.
+const (
+	// BadCredentials: an unknown client, a wrong secret or a revoked
+	// client, alike (RFC 6749 section 5.2, invalid_client).
+	BadCredentials AuthOutcome = iota
+	// TooManyFailures: the presenting address has used up its budget of
+	// failed authentications for this client; the secret was not checked.
+	TooManyFailures
+	// InvalidScope: authenticated, but the requested scope is not held.
+	InvalidScope
+	// TokenLimited: authenticated, but over the client's token limit.
+	TokenLimited
+	// Authenticated: the secret matches an active client (and, for a token
+	// request, the request was counted under its limit).
+	Authenticated
+)
+
+// Attempt is one client authentication: on the token endpoint (Token) or
+// by the caller of introspection.
+type Attempt struct {
+	ClientID string
+	// Secret is hashed here; only its digest goes to Redis.
+	Secret string
+	// Address identifies who presents the credentials (an IPv4 address or
+	// an IPv6 /64): failures are counted per address and client, so a
+	// stale integration never locks out its neighbours behind the same
+	// address, nor anyone out of another client.
+	Address string
+	// FailureLimit is how many failed authentications of this client one
+	// address may make in any minute before its attempts are refused
+	// unchecked.
+	FailureLimit int64
+	// Token marks a token request: Scope is checked and the request counted
+	// against the client's token limit.
+	Token bool
+	// Scope is the requested scope (nil: every scope the client holds).
+	// BadScope marks a request naming a scope that cannot be granted (not
+	// a scope of the catalogue, or malformed): once authenticated, it is
+	// InvalidScope.
+	Scope    []string
+	BadScope bool
+	// Now is the clock of the limits (nil: the Redis server's).
+	Now func() time.Time
 }
 
-// AdmitToken counts one token request of an authenticated client, in one
-// round trip, against its token limit (default 30 per minute). now is the
-// clock for the log (nil: the Redis server's).
-func (s *Store) AdmitToken(ctx context.Context, id string, generation int64, now func() time.Time) (TokenAdmission, error) {
-	r, err := admitTokenScript.Run(ctx, s.rdb, []string{s.clientKey(id), s.tokenLogKey(id)},
-		generation, ratelimit.NowArg(now), ratelimit.Member(), Window.Milliseconds()).Int64Slice()
-	if err != nil || len(r) != 4 {
-		return TokenAdmission{}, unavailable("admit token request", fmt.Errorf("%v %v", err, r))
+// Authentication is the result of Authenticate.
+type Authentication struct {
+	Outcome AuthOutcome
+	// Known reports whether the id names a client at all.
+	Known bool
+	// Generation is the client's credential generation (Authenticated,
+	// TokenLimited, InvalidScope).
+	Generation int64
+	// Scopes are the granted scopes, in the catalogue's order.
+	Scopes []string
+	// Decision is the token limit's (Token requests) or, for
+	// TooManyFailures, when the failure budget lets the address try again.
+	Decision ratelimit.Decision
+	// Limit is the client's token requests per minute.
+	Limit int64
+}
+
+// Authenticate checks a client's credentials in one Redis round trip and,
+// for a token request, its requested scope and token limit. Unknown,
+// revoked and wrong-secret attempts cost the same hashing and the same one
+// script, and come back alike as BadCredentials; an attempt refused by the
+// failure budget (TooManyFailures) is not checked at all.
+func (s *Store) Authenticate(ctx context.Context, a Attempt) (Authentication, error) {
+	d := DigestOf(a.Secret)
+	if !ValidClientID(a.ClientID) {
+		s.digestChecks.Add(1) // the same hashing as any attempt
+		return Authentication{Outcome: BadCredentials}, nil
 	}
-	return TokenAdmission{Outcome: Outcome(r[0]), Decision: ratelimit.FromScript(2-r[0], r[1], r[2]), Limit: r[3]}, nil
+	want := int64(-1)
+	switch {
+	case a.BadScope:
+		want = -2
+	case a.Scope != nil:
+		want = scopeBits(a.Scope)
+		if !knownScopes(a.Scope) {
+			want = -2
+		}
+	}
+	mode := "caller"
+	if a.Token {
+		mode = "token"
+	}
+	r, err := authenticateScript.Run(ctx, s.rdb,
+		[]string{s.clientKey(a.ClientID), s.tokenLogKey(a.ClientID), s.failureLogKey(a.ClientID, a.Address)},
+		string(d[:]), hex.EncodeToString(d[:]), mode, want, ratelimit.NowArg(a.Now), Window.Milliseconds(),
+		a.FailureLimit, ratelimit.Member()).Int64Slice()
+	if err != nil || len(r) == 0 {
+		return Authentication{}, unavailable("authenticate", fmt.Errorf("%v %v", err, r))
+	}
+	if r[0] != 2 {
+		s.digestChecks.Add(1)
+	}
+	out := Authentication{Known: r[0] != 0}
+	switch {
+	case r[0] <= 1:
+		out.Outcome = BadCredentials
+	case r[0] == 2 && len(r) == 2:
+		out.Outcome = TooManyFailures
+		out.Decision = ratelimit.FromScript(0, a.FailureLimit, r[1])
+	case r[0] == 3 && len(r) == 3:
+		out.Outcome, out.Generation, out.Scopes = InvalidScope, r[1], scopesFrom(strconv.FormatInt(r[2], 10))
+	case (r[0] == 4 || r[0] == 5) && len(r) >= 3:
+		out.Outcome, out.Generation, out.Scopes = Authenticated, r[1], scopesFrom(strconv.FormatInt(r[2], 10))
+		if r[0] == 4 {
+			out.Outcome = TokenLimited
+		}
+		if len(r) == 6 {
+			out.Decision = ratelimit.FromScript(r[0]-4, r[3], r[4])
+			out.Limit = r[5]
+		}
+	default:
+		return Authentication{}, unavailable("authenticate", fmt.Errorf("unexpected reply %v", r))
+	}
+	return out, nil
+}
+
+// knownScopes reports whether every name is a scope of the catalogue.
+func knownScopes(names []string) bool {
+	for _, n := range names {
+		if !slices.Contains(AllScopes, n) {
+			return false
+		}
+	}
+	return true
 }
 
 // admitAPIScript checks a token's client state and counts the API request,

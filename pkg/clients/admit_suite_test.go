@@ -11,109 +11,6 @@ import (
 	"github.com/partnerapi/authplatform/pkg/ratelimit"
 )
 
-func testAdmitTokenLimit(t *testing.T, e *env) {
-	c, _ := e.hospital(t)
-	t0 := e.clock.Now()
-	admit := func() clients.TokenAdmission {
-		t.Helper()
-		a, err := e.store.AdmitToken(ctx(t), c.ID, 1, e.clock.Now)
-		if err != nil {
-			t.Fatalf("AdmitToken: %v", err)
-		}
-		if a.Limit != 30 {
-			t.Fatalf("token limit = %d, want the default 30", a.Limit)
-		}
-		return a
-	}
-	for i := range 30 {
-		a := admit()
-		if a.Outcome != clients.Admitted || !a.Decision.Allowed || a.Decision.Count != int64(i+1) {
-			t.Fatalf("request %d: %+v, want admitted with count %d", i+1, a, i+1)
-		}
-	}
-	tests := []struct {
-		at         time.Duration // after t0
-		outcome    clients.Outcome
-		count      int64
-		wait       time.Duration
-		retryAfter int64
-	}{
-		{0, clients.Limited, 30, time.Minute, 60},
-		{10500 * time.Millisecond, clients.Limited, 30, 49500 * time.Millisecond, 50},
-		{59 * time.Second, clients.Limited, 30, time.Second, 1},
-		{time.Minute - time.Millisecond, clients.Limited, 30, time.Millisecond, 1},
-		// The first 30 leave the window exactly 60 s after they entered it.
-		{time.Minute, clients.Admitted, 1, time.Minute, 60},
-	}
-	for _, tc := range tests {
-		e.clock.Set(t0.Add(tc.at))
-		a := admit()
-		if a.Outcome != tc.outcome || a.Decision.Count != tc.count || a.Decision.Wait != tc.wait ||
-			a.Decision.RetryAfterSeconds() != tc.retryAfter || a.Decision.Allowed != (tc.outcome == clients.Admitted) {
-			t.Errorf("at +%v: %+v (Retry-After %d), want outcome %d count %d wait %v Retry-After %d",
-				tc.at, a, a.Decision.RetryAfterSeconds(), tc.outcome, tc.count, tc.wait, tc.retryAfter)
-		}
-	}
-
-	// The token limit is the client's own, and changes apply at once.
-	if _, err := e.store.SetTokenRateLimit(ctx(t), c.ID, 2); err != nil {
-		t.Fatal(err)
-	}
-	e.clock.Set(t0.Add(10 * time.Minute))
-	for i, want := range []clients.Outcome{clients.Admitted, clients.Admitted, clients.Limited} {
-		a, err := e.store.AdmitToken(ctx(t), c.ID, 1, e.clock.Now)
-		if err != nil || a.Outcome != want || a.Limit != 2 {
-			t.Fatalf("with limit 2, request %d = %+v, %v; want outcome %d", i+1, a, err, want)
-		}
-	}
-	// The token log is not the API log.
-	api, err := e.store.AdmitAPI(ctx(t), c.ID, 1, e.clock.Now)
-	if err != nil || api.Outcome != clients.Admitted || api.Decision.Count != 1 {
-		t.Fatalf("AdmitAPI after the token limit was reached = %+v, %v; want admitted, count 1", api, err)
-	}
-}
-
-func testAdmitTokenDead(t *testing.T, e *env) {
-	c, _ := e.hospital(t)
-	unknown := clients.NewClientID()
-	dead := func(id string, gen int64) {
-		t.Helper()
-		a, err := e.store.AdmitToken(ctx(t), id, gen, e.clock.Now)
-		if err != nil {
-			t.Fatalf("AdmitToken(%s, %d): %v", id, gen, err)
-		}
-		if a.Outcome != clients.Dead || a.Decision.Allowed {
-			t.Fatalf("AdmitToken(%s, %d) = %+v, want Dead", id, gen, a)
-		}
-	}
-	dead(unknown, 1)
-	dead(c.ID, 0)
-	dead(c.ID, 2) // a generation the client never had
-	for range 40 {
-		dead(c.ID, 5)
-	}
-	// Dead requests are not counted: the whole limit is still there.
-	for i := range 30 {
-		a, err := e.store.AdmitToken(ctx(t), c.ID, 1, e.clock.Now)
-		if err != nil || a.Outcome != clients.Admitted {
-			t.Fatalf("request %d after dead ones = %+v, %v; want admitted", i+1, a, err)
-		}
-	}
-	if _, _, err := e.store.RotateSecret(ctx(t), c.ID); err != nil {
-		t.Fatal(err)
-	}
-	dead(c.ID, 1) // stale generation
-	e.clock.Add(time.Minute)
-	if a, err := e.store.AdmitToken(ctx(t), c.ID, 2, e.clock.Now); err != nil || a.Outcome != clients.Admitted {
-		t.Fatalf("AdmitToken at the new generation = %+v, %v; want admitted", a, err)
-	}
-	if _, err := e.store.Revoke(ctx(t), c.ID); err != nil {
-		t.Fatal(err)
-	}
-	dead(c.ID, 2)
-	dead(c.ID, 3) // the revoked client's current generation
-}
-
 func testAdmitAPI(t *testing.T, e *env) {
 	e.org(t, "acme", clients.EnvironmentSandbox)
 	c, _ := e.client(t, clients.ClientSpec{OrgSlug: "acme", Name: "Adherence dashboard", Audience: clients.AudiencePharma,
@@ -322,28 +219,6 @@ func perBurst(admitted []time.Time, t0 time.Time, bursts []time.Duration) []int 
 	return out
 }
 
-func testAdmitTokenAnyWindow(t *testing.T, e *env) {
-	c, _ := e.hospital(t)
-	admit := func(t *testing.T) (clients.Outcome, ratelimit.Decision) {
-		a, err := e.store.AdmitToken(ctx(t), c.ID, 1, e.clock.Now)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return a.Outcome, a.Decision
-	}
-	t.Run("bursts at the window edge", func(t *testing.T) {
-		t0 := e.clock.Now()
-		schedule, bursts := burstSchedule(t0)
-		admitted := replay(t, e, schedule, 30, admit)
-		if got, want := perBurst(admitted, t0, bursts), []int{30, 0, 30, 0, 30, 0, 30, 30}; !slices.Equal(got, want) {
-			t.Fatalf("admitted per burst = %v, want %v", got, want)
-		}
-	})
-	t.Run("random", func(t *testing.T) {
-		replay(t, e, randomSchedule(t, e.clock.Now().Add(time.Hour), 500), 30, admit)
-	})
-}
-
 func testAdmitAPIAnyWindow(t *testing.T, e *env) {
 	c, _ := e.hospital(t)
 	const limit = 7
@@ -373,7 +248,7 @@ func testAdmitAPIAnyWindow(t *testing.T, e *env) {
 // testAdmitRedisClock runs both admissions on the Redis server's clock (nil
 // now), as production does.
 func testAdmitRedisClock(t *testing.T, e *env) {
-	c, _ := e.hospital(t)
+	c, secret := e.hospital(t)
 	if _, err := e.store.SetRateLimit(ctx(t), c.ID, 2); err != nil {
 		t.Fatal(err)
 	}
@@ -388,22 +263,21 @@ func testAdmitRedisClock(t *testing.T, e *env) {
 		if a.Decision.Wait <= 0 || a.Decision.Wait > time.Minute {
 			t.Fatalf("AdmitAPI #%d wait = %v, want within (0, 60s]", i+1, a.Decision.Wait)
 		}
-		tok, err := e.store.AdmitToken(ctx(t), c.ID, 1, nil)
-		if err != nil || tok.Outcome != want {
-			t.Fatalf("AdmitToken #%d on the Redis clock = %+v, %v; want %d", i+1, tok, err, want)
+		tok, err := e.store.Authenticate(ctx(t), clients.Attempt{ClientID: c.ID, Secret: secret, Address: testAddr, FailureLimit: 60, Token: true})
+		if err != nil || (tok.Outcome == clients.Authenticated) != (want == clients.Admitted) {
+			t.Fatalf("token request #%d on the Redis clock = %+v, %v; want %d", i+1, tok, err, want)
 		}
 	}
 }
 
 // testRateLogTTL checks that both request logs expire on their own.
 func testRateLogTTL(t *testing.T, e *env) {
-	c, _ := e.hospital(t)
+	c, secret := e.hospital(t)
 	if _, err := e.store.AdmitAPI(ctx(t), c.ID, 1, e.clock.Now); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.store.AdmitToken(ctx(t), c.ID, 1, e.clock.Now); err != nil {
-		t.Fatal(err)
-	}
+	e.token(t, c.ID, secret)
+	e.token(t, c.ID, "wrong") // a failure log
 	logs := 0
 	for _, k := range e.keysWith(t, c.ID) {
 		if typ := e.rdb.Type(ctx(t), k).Val(); typ != "zset" {
@@ -418,8 +292,8 @@ func testRateLogTTL(t *testing.T, e *env) {
 			t.Errorf("request log %s has PTTL %v, want within (0, 60s]", k, ttl)
 		}
 	}
-	if logs != 2 {
-		t.Fatalf("found %d request logs for the client, want 2 (API and token)", logs)
+	if logs != 3 {
+		t.Fatalf("found %d request logs for the client, want 3 (API, token, the address's failures)", logs)
 	}
 }
 
@@ -433,8 +307,8 @@ func testUnknownIDsWriteNothing(t *testing.T, e *env) {
 		if a, err := e.store.AdmitAPI(ctx(t), id, 1, e.clock.Now); err != nil || a.Outcome != clients.Dead {
 			t.Fatalf("AdmitAPI(unknown) = %+v, %v", a, err)
 		}
-		if a, err := e.store.AdmitToken(ctx(t), id, 1, e.clock.Now); err != nil || a.Outcome != clients.Dead {
-			t.Fatalf("AdmitToken(unknown) = %+v, %v", a, err)
+		if a := e.token(t, id, clients.NewSecret()); a.Outcome != clients.BadCredentials || a.Known {
+			t.Fatalf("token request of an unknown id = %+v", a)
 		}
 		if _, err := e.store.Credential(ctx(t), id); err != nil {
 			t.Fatal(err)
@@ -444,9 +318,7 @@ func testUnknownIDsWriteNothing(t *testing.T, e *env) {
 		if _, err := e.store.AdmitAPI(ctx(t), c.ID, 9, e.clock.Now); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.store.AdmitToken(ctx(t), c.ID, 9, e.clock.Now); err != nil {
-			t.Fatal(err)
-		}
+
 	}
 	if after := e.keys(t); !slices.Equal(after, before) {
 		t.Fatalf("requests for unknown ids or dead tokens wrote keys: before %v, after %v", before, after)
@@ -464,9 +336,7 @@ func testHashTags(t *testing.T, e *env) {
 	if _, err := e.store.AdmitAPI(ctx(t), c.ID, 2, e.clock.Now); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.store.AdmitToken(ctx(t), c.ID, 2, e.clock.Now); err != nil {
-		t.Fatal(err)
-	}
+	e.token(t, c.ID, "wrong")
 	clientTag := "{" + c.ID + "}"
 	allowed := map[string]bool{clientTag: true, "{org:st-elsewhere}": true, "{registry}": true}
 	clientKeys := 0
@@ -482,7 +352,7 @@ func testHashTags(t *testing.T, e *env) {
 			clientKeys++
 		}
 	}
-	// Record, audit stream, API log and token log.
+	// Record, audit list, API log and the address's failure log.
 	if clientKeys != 4 {
 		t.Fatalf("found %d keys tagged %s, want 4: %v", clientKeys, clientTag, e.keys(t))
 	}

@@ -50,9 +50,12 @@ func (s *Store) clientKey(id string) string   { return s.prefix + "{" + id + "}:
 func (s *Store) clientAudit(id string) string { return s.prefix + "{" + id + "}:audit" }
 func (s *Store) apiLogKey(id string) string   { return s.prefix + "{" + id + "}:rl:api" }
 func (s *Store) tokenLogKey(id string) string { return s.prefix + "{" + id + "}:rl:token" }
-func (s *Store) orgKey(slug string) string    { return s.prefix + "{org:" + slug + "}:org" }
-func (s *Store) orgAudit(slug string) string  { return s.prefix + "{org:" + slug + "}:audit" }
-func (s *Store) orgIndex() string             { return s.prefix + "{registry}:orgs" }
+func (s *Store) failureLogKey(id, address string) string {
+	return s.prefix + "{" + id + "}:rl:fail:" + address
+}
+func (s *Store) orgKey(slug string) string   { return s.prefix + "{org:" + slug + "}:org" }
+func (s *Store) orgAudit(slug string) string { return s.prefix + "{org:" + slug + "}:audit" }
+func (s *Store) orgIndex() string            { return s.prefix + "{registry}:orgs" }
 func (s *Store) orgClients(slug string) string {
 	return s.prefix + "{registry}:org:" + slug + ":clients"
 }

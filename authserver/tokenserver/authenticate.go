@@ -1,0 +1,169 @@
+package tokenserver
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"golang.org/x/time/rate"
+
+	"github.com/partnerapi/authplatform/pkg/clients"
+)
+
+// authenticate is the one way a client authenticates, on the token endpoint
+// (token true: the requested scope is checked and the request counted
+// against the client's token limit) and as the caller of introspection. It
+// takes one Redis round trip (clients.Store.Authenticate) and returns the
+// OAuth error to answer when the client is not let through.
+//
+// Failed authentications are limited so that nobody is locked out by a
+// neighbour behind the same address (a hospital's shared egress, a NAT):
+//
+//   - failures for a client are counted per presenting address and client
+//     in Redis, atomically with the check, FailuresPerMinute per minute;
+//     past it, that address's attempts for that client are answered
+//     slow_down without checking the secret, and no other client, and not
+//     the same client from elsewhere, is affected;
+//   - failures that name no client at all (unknown or malformed ids,
+//     requests without credentials, malformed bodies) count against the
+//     address's much higher AddressFailuresPerMinute, kept by each replica in
+//     memory; past it, such requests are answered slow_down. A request with
+//     valid credentials is never refused by it.
+func (s *Server) authenticate(ctx context.Context, r *http.Request, req *clientRequest, token bool) (clients.Authentication, error) {
+	if !req.Client.Present {
+		return clients.Authentication{}, errInvalidClient
+	}
+	annotate(ctx, slog.String("client_id", loggableID(req.Client.ID)))
+	attempt := clients.Attempt{
+		ClientID: req.Client.ID, Secret: req.Client.Secret, Address: limitKey(s.cfg.Trust.Of(r)),
+		FailureLimit: s.cfg.FailuresPerMinute, Token: token, Now: s.cfg.RateNow,
+	}
+	if token {
+		attempt.Scope, attempt.BadScope = requestedScope(req.Params.Get("scope"))
+	}
+	a, err := s.reg.Authenticate(ctx, attempt)
+	if err != nil {
+		return a, err
+	}
+	switch a.Outcome {
+	case clients.Authenticated:
+		return a, nil
+	case clients.TooManyFailures:
+		annotate(ctx, slog.Bool("failure_budget_spent", true))
+		return a, &slowDown{retryAfter: a.Decision.RetryAfterSeconds(), failures: true}
+	case clients.InvalidScope:
+		return a, errInvalidScope
+	case clients.TokenLimited:
+		return a, &slowDown{retryAfter: a.Decision.RetryAfterSeconds()}
+	}
+	if !a.Known {
+		return a, errUnknownClient
+	}
+	return a, errInvalidClient
+}
+
+// errUnknownClient is invalid_client for an id that names no client: it is
+// answered exactly as invalid_client, and counted against the address.
+var errUnknownClient = &oauthError{Status: errInvalidClient.Status, Code: errInvalidClient.Code, Description: errInvalidClient.Description}
+
+// maxScopeTokens bounds the scopes one request may name; there are four.
+const maxScopeTokens = 16
+
+// requestedScope reads a token request's scope (RFC 6749 section 3.3): nil
+// when omitted or blank (every scope the client holds), and bad when it
+// cannot be granted whatever the client holds (too many or malformed
+// scope-tokens). Whether the client holds them is decided after its secret
+// is checked, so a wrong secret never learns what a client holds.
+func requestedScope(s string) (scope []string, bad bool) {
+	if strings.Trim(s, " ") == "" {
+		return nil, false
+	}
+	parts := strings.Split(s, " ")
+	if len(parts) > maxScopeTokens {
+		return nil, true
+	}
+	scope = []string{}
+	for _, p := range parts {
+		if p == "" {
+			continue
+		}
+		if !validScopeToken(p) {
+			return nil, true
+		}
+		scope = append(scope, p)
+	}
+	return scope, false
+}
+
+// validScopeToken: scope-token = 1*NQCHAR (RFC 6749 section 3.3).
+func validScopeToken(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x21 || c == 0x22 || c == 0x5c || c > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// addressCeiling is the per-address limit of failures that name no client,
+// kept by this replica in memory (a token bucket of AddressFailuresPerMinute
+// a minute, golang.org/x/time/rate): it only slows a storm of made-up ids
+// from one address, so it need not be exact across replicas, and keeping
+// it in memory keeps an unknown id's attempt on exactly the Redis commands
+// of a known one's.
+type addressCeiling struct {
+	perMinute int
+	now       func() time.Time
+	limiters  *lru.Cache[string, *rate.Limiter]
+}
+
+func newAddressCeiling(perMinute int, now func() time.Time) (*addressCeiling, error) {
+	l, err := lru.New[string, *rate.Limiter](100_000)
+	if err != nil {
+		return nil, err
+	}
+	return &addressCeiling{perMinute: perMinute, now: now, limiters: l}, nil
+}
+
+// take counts one failure of addr and reports, when the ceiling is reached,
+// how long until the address may fail again.
+func (c *addressCeiling) take(addr string) (time.Duration, bool) {
+	lim, ok := c.limiters.Get(addr)
+	if !ok {
+		lim = rate.NewLimiter(rate.Limit(float64(c.perMinute)/60), c.perMinute)
+		c.limiters.Add(addr, lim)
+	}
+	now := c.now()
+	res := lim.ReserveN(now, 1)
+	if d := res.DelayFrom(now); d > 0 {
+		res.CancelAt(now)
+		return d, true
+	}
+	return 0, false
+}
+
+// refuse answers err, first counting a failure that names no client
+// against the address's ceiling: past it, the answer is slow_down.
+func (s *Server) refuse(ctx context.Context, w http.ResponseWriter, r *http.Request, creds credentials, err error) {
+	if oe, _ := toOAuth(err); oe == errUnknownClient || oe.Code == "invalid_request" || (oe == errInvalidClient && !creds.Present) {
+		if wait, over := s.ceiling.take(limitKey(s.cfg.Trust.Of(r))); over {
+			annotate(ctx, slog.Bool("address_ceiling", true))
+			err = &slowDown{retryAfter: int64((wait + time.Second - 1) / time.Second), failures: true}
+		}
+	}
+	oe, _ := toOAuth(err)
+	s.metrics.Refused(endpointOf(r), oe.Code)
+	writeOAuthError(ctx, s.log, w, creds, err)
+}
+
+// retryAfterHeader is a Retry-After header of whole seconds.
+func retryAfterHeader(seconds int64) http.Header {
+	h := http.Header{}
+	h.Set("Retry-After", strconv.FormatInt(max(seconds, 1), 10))
+	return h
+}
