@@ -2,6 +2,9 @@ package metrics_test
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -70,5 +73,46 @@ partnerapi_redis_errors_total{command="incr"} 1
 `
 	if err := testutil.GatherAndCompare(m.Registry, strings.NewReader(want), "partnerapi_redis_errors_total"); err != nil {
 		t.Error(err)
+	}
+}
+
+// The metrics listener answers GET /metrics in the text format, with the
+// build information, and nothing else.
+func TestHandler(t *testing.T) {
+	m := metrics.New("authserver")
+	metrics.NewTokenService(m).TokenIssued()
+	srv := httptest.NewServer(m.Handler())
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + metrics.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	text := string(body)
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") ||
+		!strings.Contains(text, "\npartnerapi_tokens_issued_total 1\n") ||
+		!strings.Contains(text, `partnerapi_build_info{goversion="go`) || !strings.Contains(text, `service="authserver"`) ||
+		!strings.Contains(text, "\ngo_goroutines ") || !strings.Contains(text, "\nprocess_resident_memory_bytes ") {
+		t.Errorf("GET /metrics: %d %s\n%s", resp.StatusCode, resp.Header.Get("Content-Type"), text)
+	}
+	if resp, err := http.Get(srv.URL + "/"); err != nil || resp.StatusCode != 404 {
+		t.Errorf("GET /: %v %v", resp, err)
+	}
+	// Two instances in one process: registries of their own.
+	other := metrics.New("authserver")
+	if n := testutil.CollectAndCount(other.Registry, "partnerapi_tokens_issued_total"); n != 0 {
+		t.Errorf("a fresh registry holds the other instance's counter (%d series)", n)
+	}
+}
+
+func TestValidAddr(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"off": true, ":9080": true, "127.0.0.1:0": true, "[::1]:9080": true,
+		"": false, "9080": false, "localhost": false, ":99999": false, "on": false,
+	} {
+		if got := metrics.ValidAddr(addr); got != want {
+			t.Errorf("ValidAddr(%q) = %v, want %v", addr, got, want)
+		}
 	}
 }
