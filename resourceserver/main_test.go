@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -295,4 +296,55 @@ func waitStatus(t *testing.T, url string, status int) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("%s: last status %d, want %d", url, last, status)
+}
+
+// serve writes one stream of JSON records: go-redis's own lines (a failed
+// dial while Redis is down) come through slog as component "redis".
+func TestRunServeOneLogStream(t *testing.T) {
+	dead := httptest.NewServer(http.NotFoundHandler())
+	deadURL := dead.URL + "/.well-known/jwks.json"
+	dead.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"resourceserver", "serve", "--addr", "127.0.0.1:0", "--metrics-addr", "off", "--jwks-url", deadURL},
+			getenvOf(map[string]string{"REDIS_URL": "redis://" + freeAddr(t) + "/0"}), &stdout, &stderr)
+	}()
+	base := waitListening(t, &stdout, done)
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(stderr.String(), `"component":"redis"`) && time.Now().Before(deadline) {
+		if resp, err := http.Get(base + "/readyz"); err == nil {
+			resp.Body.Close()
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	fromRedis := 0
+	for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Errorf("not a JSON record: %s", line)
+			continue
+		}
+		if rec["component"] == "redis" {
+			fromRedis++
+			if msg, _ := rec["msg"].(string); rec["level"] != "WARN" || !strings.Contains(msg, "failed to dial") {
+				t.Errorf("go-redis record: %v", rec)
+			}
+		}
+	}
+	if fromRedis == 0 {
+		t.Errorf("no go-redis record in:\n%s", stderr.String())
+	}
+}
+
+// freeAddr is a loopback address where nothing listens.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	return "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
 }
