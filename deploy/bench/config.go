@@ -28,6 +28,9 @@ type config struct {
 	// LoadClients is how many clients the load is spread over (at most the
 	// size): their credentials and tokens rotate in wrk's requests.
 	LoadClients int
+	// HotClients is how many clients the hot scenarios load (at the
+	// largest registry only); they hold the highest limits.
+	HotClients int
 	// Out is a file to write the Markdown report to as well as stdout.
 	Out string
 	// AuthserverBin and ResourceserverBin are prebuilt binaries to measure
@@ -64,6 +67,7 @@ func parseConfig(args []string) (config, error) {
 	fs.IntVar(&cfg.Reps, "reps", 3, "repetitions of every scenario (medians are reported)")
 	sizes := fs.String("clients", "1,1000,100000", "comma-separated numbers of clients in Redis, ascending")
 	fs.IntVar(&cfg.LoadClients, "load-clients", 1000, "clients the load is spread over (at most the registry size)")
+	fs.IntVar(&cfg.HotClients, "hot-clients", 10, "clients of the token-hot and me-hot scenarios, at the largest registry (0: none)")
 	fs.StringVar(&cfg.Out, "out", "", "also write the Markdown report to this file")
 	fs.StringVar(&cfg.AuthserverBin, "authserver-bin", "", "prebuilt authserver to measure (default: build ./authserver)")
 	fs.StringVar(&cfg.ResourceserverBin, "resourceserver-bin", "", "prebuilt resourceserver to measure (default: build ./resourceserver)")

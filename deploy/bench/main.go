@@ -107,16 +107,33 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		info := redisInfo(ctx, st.rdb)
 		rep.Registry = append(rep.Registry, fmt.Sprintf("Registry of %s client(s): %s; load spread over %s of them", fmtInt(int64(size)), info, fmtInt(int64(len(load)))))
 		logf("registry of %d clients (%s); load over %d", size, info, len(load))
-		data, err := writeData(dir, size, load)
+		data, err := writeData(dir, strconv.Itoa(size), load)
 		if err != nil {
 			return err
+		}
+		var hotData dataFiles
+		if size == cfg.Sizes[len(cfg.Sizes)-1] && cfg.HotClients > 0 {
+			hot, err := st.reg.hotSet(ctx, cfg.HotClients)
+			if err != nil {
+				return err
+			}
+			if hotData, err = writeData(dir, strconv.Itoa(size)+"-hot", hot); err != nil {
+				return err
+			}
 		}
 		if err := st.probe(ctx, load[0]); err != nil {
 			return err
 		}
 		for r := 1; r <= cfg.Reps; r++ {
 			for _, sc := range cfg.Scenarios {
-				m, err := st.measure(ctx, sc, size, r, scripts, data)
+				d := data
+				if hotOf[sc] != "" {
+					if hotData == nil {
+						continue
+					}
+					d = hotData
+				}
+				m, err := st.measure(ctx, sc, size, r, scripts, d)
 				if err != nil {
 					return err
 				}
@@ -324,7 +341,7 @@ func (s *stack) probe(ctx context.Context, c client) error {
 type dataFiles map[string]string
 
 // writeData writes the load clients' credentials and tokens for wrk.
-func writeData(dir string, size int, load []client) (dataFiles, error) {
+func writeData(dir, name string, load []client) (dataFiles, error) {
 	var token, me, intro strings.Builder
 	for _, c := range load {
 		token.WriteString(c.basic() + "\n")
@@ -333,7 +350,7 @@ func writeData(dir string, size int, load []client) (dataFiles, error) {
 	}
 	files := dataFiles{}
 	for kind, content := range map[string]string{"token": token.String(), "me": me.String(), "introspect": intro.String()} {
-		p := filepath.Join(dir, fmt.Sprintf("%s-%d.dat", kind, size))
+		p := filepath.Join(dir, fmt.Sprintf("%s-%s.dat", kind, name))
 		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
 			return nil, err
 		}
@@ -352,12 +369,12 @@ func (s *stack) measure(ctx context.Context, sc string, size, rep int, scripts m
 		kind       = sc
 	)
 	switch sc {
-	case scToken:
-		proc, base, path = s.auth, s.authURL, "/api/v1/oauth/token/"
+	case scToken, scTokenHot:
+		proc, base, path, kind = s.auth, s.authURL, "/api/v1/oauth/token/", scToken
 	case scIntrospect:
 		proc, base, path = s.auth, s.authURL, "/api/v1/oauth/introspect/"
-	case scMe:
-		proc, base, path = s.resource, s.resourceURL, "/api/v1/me/"
+	case scMe, scMeHot:
+		proc, base, path, kind = s.resource, s.resourceURL, "/api/v1/me/", scMe
 	case scBare, scRedis:
 		proc, base, path, kind = s.ceiling, s.ceilURL, "/"+sc, scMe
 	default:

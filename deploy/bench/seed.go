@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -161,6 +162,19 @@ func (r *registry) loadSet(ctx context.Context, n int) ([]client, error) {
 	for i := range n {
 		set[i] = r.all[i*len(r.all)/n]
 	}
+	return set, r.prepareAll(ctx, set)
+}
+
+// hotSet returns the n clients of the hot scenarios (the newest ones, every
+// bench client holding the highest limits), each with a token.
+func (r *registry) hotSet(ctx context.Context, n int) ([]client, error) {
+	n = min(n, len(r.all))
+	set := slices.Clone(r.all[len(r.all)-n:])
+	return set, r.prepareAll(ctx, set)
+}
+
+// prepareAll prepares every client of set, 16 at a time.
+func (r *registry) prepareAll(ctx context.Context, set []client) error {
 	var (
 		wg       sync.WaitGroup
 		next     = make(chan int)
@@ -184,7 +198,7 @@ func (r *registry) loadSet(ctx context.Context, n int) ([]client, error) {
 	}
 	close(next)
 	wg.Wait()
-	return set, firstErr
+	return firstErr
 }
 
 // prepare raises c's token limit (once) and gets it a token (once).

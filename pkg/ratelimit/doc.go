@@ -1,10 +1,84 @@
-// Package ratelimit counts requests in Redis with a sliding log: every
-// admitted request is a member of a sorted set scored by its time, and a
-// request is admitted only while fewer than the limit lie in the last window.
-// Unlike GCRA or fixed windows, this guarantees that never more than the
-// limit are admitted in any window-long interval, whichever replica counts.
+// Package ratelimit counts requests in Redis, per limited subject (a client,
+// an address), in a ring of bucket counters of constant size: memory and
+// Redis CPU per request do not grow with the limit or the traffic.
 //
-// The log is kept by a Lua function (SlidingLogLua) that other packages
-// embed in their own scripts, so a caller can check state and count in one
-// Redis round trip; Limiter runs it on its own for plain keys.
+// The counting is done by a Lua function (WindowLua, window_limit) that other
+// packages embed in their own scripts, so a caller can check state and count
+// in one Redis round trip; Limiter runs it on its own for plain keys.
+//
+// # How it counts
+//
+// A window of W ms is cut into buckets of b = ceil(W/60) ms (1 s for a
+// minute); a request at time t (ms) belongs to bucket floor(t/b). At time now
+// the counted requests are the admitted ones whose bucket overlaps
+// (now-W, now], that is every bucket from floor((now-W+1)/b) on: the oldest,
+// partial bucket is counted whole. A request is admitted when fewer than the
+// limit N are counted. So an admitted request counts for at least W and less
+// than W+b ms.
+//
+// # The promise (tested against a plain list of request times)
+//
+//   - Never more than N admitted in any interval of W ms, whichever replica
+//     counts: of the requests admitted in such an interval, the last one to
+//     be admitted counted all the others (their buckets overlapped its
+//     window) and saw fewer than N.
+//   - A refusal only ever comes early, never late: it means at least N were
+//     admitted in the last W+b-1 ms (the window plus at most one bucket).
+//   - When refused, Decision.Wait is the time until a request would be
+//     admitted, with nothing admitted in between: until the bucket holding
+//     the N-th newest counted request has left. It is no earlier than an
+//     exact sliding log would admit again and less than one bucket later; a
+//     request at now+Wait is admitted, one a millisecond earlier is not.
+//     Decision.RetryAfterSeconds rounds it up to whole seconds for
+//     Retry-After (RFC 9110 section 10.2.3), so a client that waits that long
+//     is admitted.
+//   - When admitted, Decision.Wait is the time until the oldest counted
+//     request's bucket leaves (the RateLimit-Reset of the IETF httpapi
+//     rate-limit headers draft), and Decision.Remaining(N) is how many more
+//     the window admits now.
+//   - Time is the Redis server's (TIME) unless the caller injects one, one
+//     clock for every replica; it never runs backwards for a key (an earlier
+//     now counts as the latest admission's time).
+//   - A subject's key is one string of 266 bytes whatever its limit (Redis's
+//     MEMORY USAGE: 392-408 bytes, for a 100,000,000-a-minute subject after
+//     20,000 requests too), living until its newest bucket leaves the window,
+//     so idle keys vanish.
+//
+// # What it costs, and why this structure
+//
+// Measured with BenchmarkAllow (a redis-server of its own, Redis 7.0.15, a
+// 2-core machine shared with other work and heavily loaded at the time, so
+// the figures move from run to run: compare within a run), Redis's own time
+// per EVALSHA for a subject allowed 10,000,000 a minute, on the server's
+// clock, over 20,000 requests (mean of the middle half of the SLOWLOG
+// durations; INFO commandstats' usec_per_call, which counts preemption too,
+// in brackets): a script returning a constant 1.9 us (3.7), the sliding log
+// 19.9 us (34.3) with 2.5 MB of sorted set that grows with every admitted
+// request, WindowLua 13.7 us (18.8) with 392 bytes; for a subject whose
+// every request opens a new bucket, 11.1 us (17.0). The Go round trip
+// (ns/op) is dominated by the network and the client.
+//
+// Its steady cost is TIME, GET and SET KEEPTTL (SET PX when a new bucket
+// opens), plus reading the 22-byte header and one or two counters with
+// string.byte and writing them back with one string.char each. Other layouts
+// were measured against it in the same runs (a throwaway harness timing each
+// EVALSHA through the SLOWLOG) and dropped: the same ring as the fields of a
+// hash (HMGET, HGET, HINCRBY, HSET, PEXPIRE: more commands, no cheaper);
+// counters as decimal text (string.format and string.sub cost more than
+// string.byte and string.char); the header built by joining small strings
+// (three times the cost of one string.char); and per-bucket records carrying
+// the total, written with SETRANGE (one 21-byte write per request instead of
+// a 266-byte SET: under 1 us cheaper at a high rate, within the noise, but
+// four commands when a bucket opens, which is every request of a client well
+// under its limit, and a string five times larger). What remains is mostly
+// the fixed price of a script: each redis.call costs about 1 us here.
+// Redis's struct and cmsgpack libraries and BITFIELD would shorten the code,
+// but miniredis, the in-process Redis, has none of them.
+//
+// SlidingLogLua, the exact sliding log of one sorted-set member per admitted
+// request, is deprecated: its memory and Redis CPU grow with the traffic. It
+// stays while pkg/clients embeds it. The two structures live under
+// different key types (a sorted set, a string): switching a caller over
+// needs new key names, or both versions of the service would fail on each
+// other's keys (WRONGTYPE) during a rolling deploy.
 package ratelimit

@@ -20,6 +20,10 @@ import (
 // the window including this one when allowed; wait_ms is how long until the
 // oldest entry leaves the window (0 when allowed). now_ms < 0 means "use the
 // Redis server's clock", one clock for every replica.
+//
+// Deprecated: its memory and Redis CPU grow with the limit and the traffic
+// (one sorted-set member per admitted request); use WindowLua. Kept while
+// pkg/clients still embeds it.
 const SlidingLogLua = `
 local function now_millis(now_ms)
   if now_ms >= 0 then return now_ms end
@@ -48,11 +52,12 @@ end
 // Decision is the outcome of one counted request.
 type Decision struct {
 	Allowed bool
-	// Count is the number of requests admitted in the current window.
+	// Count is the number of admitted requests counted now (see the package
+	// documentation), including this one when allowed.
 	Count int64
-	// Wait is, when refused, how long until a request would be admitted;
-	// when allowed, how long until the oldest admitted request leaves the
-	// window (the window's reset).
+	// Wait is, when refused, how long until a request would be admitted
+	// (with nothing admitted in between); when allowed, how long until the
+	// oldest counted request leaves the count (the window's reset).
 	Wait time.Duration
 }
 
@@ -88,19 +93,23 @@ func NowArg(now func() time.Time) int64 {
 	return now().UnixMilli()
 }
 
-// Member returns a unique sorted-set member for one request.
+// Member returns a unique sorted-set member for one request of
+// SlidingLogLua.
+//
+// Deprecated: WindowLua needs no member.
 func Member() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+).
 	return hex.EncodeToString(b[:])
 }
 
-var limiterScript = redis.NewScript(SlidingLogLua + `
-local a, c, w = sliding_log(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4])
+var limiterScript = redis.NewScript(WindowLua + `
+local a, c, w = window_limit(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]))
 return {a, c, w}
 `)
 
-// Limiter admits at most Limit requests per key in any Window.
+// Limiter admits at most limit requests per key in any window-long interval,
+// with WindowLua (so it may refuse up to one bucket, window/60, early).
 type Limiter struct {
 	rdb    redis.Scripter
 	limit  int64
@@ -115,7 +124,7 @@ func NewLimiter(rdb redis.Scripter, limit int64, window time.Duration, now func(
 
 // Allow counts one request against key.
 func (l *Limiter) Allow(ctx context.Context, key string) (Decision, error) {
-	res, err := limiterScript.Run(ctx, l.rdb, []string{key}, l.limit, l.window.Milliseconds(), NowArg(l.now), Member()).Int64Slice()
+	res, err := limiterScript.Run(ctx, l.rdb, []string{key}, l.limit, l.window.Milliseconds(), NowArg(l.now)).Int64Slice()
 	if err != nil {
 		return Decision{}, fmt.Errorf("rate limit %s: %w", key, err)
 	}

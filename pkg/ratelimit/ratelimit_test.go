@@ -1,7 +1,6 @@
 package ratelimit_test
 
 import (
-	"math/rand/v2"
 	"regexp"
 	"slices"
 	"testing"
@@ -29,30 +28,39 @@ func eachBackend(t *testing.T, fn func(t *testing.T, rdb redis.UniversalClient, 
 	}
 }
 
+// tAligned is a time on a whole second, so a minute's 1-second buckets start
+// at tAligned plus whole seconds.
+var tAligned = time.Date(2031, 3, 14, 15, 9, 26, 0, time.UTC)
+
+// TestAllow walks one key through a minute's buckets (limit 3, 1-second
+// buckets): a request counts until its whole bucket has left the window, so
+// the first request at +0 s (bucket [0 s, 1 s)) is counted until +60.999 s.
 func TestAllow(t *testing.T) {
 	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
-		clk := testclock.New(t0)
-		l := ratelimit.NewLimiter(rdb, 3, 10*time.Second, clk.Now)
+		clk := testclock.New(tAligned)
+		l := ratelimit.NewLimiter(rdb, 3, time.Minute, clk.Now)
 		key := prefix + "k"
+		ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 		tests := []struct {
 			at    time.Duration
 			allow bool
 			count int64
 			wait  time.Duration
 		}{
-			{0, true, 1, 10 * time.Second},
-			{1 * time.Second, true, 2, 9 * time.Second},
-			{2 * time.Second, true, 3, 8 * time.Second},
-			{2 * time.Second, false, 3, 8 * time.Second},
-			{9999 * time.Millisecond, false, 3, time.Millisecond},
-			// The first request leaves the window exactly 10 s after it entered.
-			{10 * time.Second, true, 3, time.Second},
-			{10 * time.Second, false, 3, time.Second},
-			{12 * time.Second, true, 2, 8 * time.Second},
-			{time.Hour, true, 1, 10 * time.Second},
+			{0, true, 1, ms(60999)},
+			{ms(1500), true, 2, ms(59499)},
+			{ms(2250), true, 3, ms(58749)},
+			// Refused: the oldest bucket (+0 s) leaves at +60.999 s.
+			{ms(2250), false, 3, ms(58749)},
+			{ms(60998), false, 3, ms(1)},
+			{ms(60999), true, 3, ms(1000)},
+			{ms(60999), false, 3, ms(1000)},
+			// The bucket of +1.5 s left at +61.999 s.
+			{ms(61999), true, 3, ms(1000)},
+			{time.Hour, true, 1, ms(60999)},
 		}
 		for _, tc := range tests {
-			clk.Set(t0.Add(tc.at))
+			clk.Set(tAligned.Add(tc.at))
 			d, err := l.Allow(t.Context(), key)
 			if err != nil {
 				t.Fatalf("Allow: %v", err)
@@ -63,45 +71,19 @@ func TestAllow(t *testing.T) {
 			}
 		}
 		// Keys are independent.
-		clk.Set(t0.Add(time.Hour))
 		if d, err := l.Allow(t.Context(), prefix+"other"); err != nil || !d.Allowed || d.Count != 1 {
 			t.Errorf("Allow(other key) = %+v, %v; want the first admitted request", d, err)
 		}
-		// The log expires on its own.
+		// The key expires when its newest bucket has left the window: 61 s
+		// after a request on a whole second.
 		ttl, err := rdb.PTTL(t.Context(), key).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ttl <= 0 || ttl > 10*time.Second {
-			t.Errorf("PTTL = %v, want within (0, 10s]", ttl)
+		if ttl <= time.Minute || ttl > 61*time.Second {
+			t.Errorf("PTTL = %v, want within (60s, 61s]", ttl)
 		}
 	})
-}
-
-// model is the reference sliding log: a request at now is admitted when
-// fewer than limit admitted requests lie in (now-window, now].
-type model struct {
-	limit    int64
-	window   time.Duration
-	admitted []time.Time
-}
-
-func (m *model) decide(now time.Time) ratelimit.Decision {
-	var in []time.Time
-	for _, a := range m.admitted {
-		if now.Sub(a) < m.window {
-			in = append(in, a)
-		}
-	}
-	if int64(len(in)) < m.limit {
-		m.admitted = append(m.admitted, now)
-		oldest := now
-		if len(in) > 0 {
-			oldest = in[0]
-		}
-		return ratelimit.Decision{Allowed: true, Count: int64(len(in)) + 1, Wait: oldest.Add(m.window).Sub(now)}
-	}
-	return ratelimit.Decision{Allowed: false, Count: int64(len(in)), Wait: max(in[0].Add(m.window).Sub(now), time.Millisecond)}
 }
 
 // maxInAnyWindow is the largest number of the sorted times that lie in one
@@ -143,67 +125,44 @@ func TestMaxInAnyWindow(t *testing.T) {
 	}
 }
 
-// TestAnyWindow replays request schedules and checks every decision against
-// the model, then that no 60-second interval holds more than the limit.
-func TestAnyWindow(t *testing.T) {
+// TestBursts replays bursts of three times the limit around the edges of
+// the window and checks that the limiter admits a full limit exactly when the
+// oldest bucket has left, and never more than the limit in any minute.
+func TestBursts(t *testing.T) {
 	const limit = 10
-	var bursts []time.Time
-	for _, off := range []time.Duration{0, 59900 * time.Millisecond, time.Minute, 119990 * time.Millisecond,
-		2 * time.Minute, 179999 * time.Millisecond, 3 * time.Minute} {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	var schedule []time.Time
+	// Admitted: the bursts at 0, 60.999, 120.999 and 181 s.
+	for _, off := range []time.Duration{0, ms(59900), ms(60998), ms(60999), ms(120998), ms(120999), ms(180000), ms(181000)} {
 		for range 3 * limit {
-			bursts = append(bursts, t0.Add(off))
+			schedule = append(schedule, tAligned.Add(off))
 		}
 	}
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("random schedule seed %d", seed)
-	r := rand.New(rand.NewPCG(seed, ^seed))
-	var random []time.Time
-	at := t0
-	for range 600 {
-		switch p := r.IntN(10); {
-		case p < 3:
-		case p < 8:
-			at = at.Add(time.Duration(r.IntN(800)) * time.Millisecond)
-		default:
-			at = at.Add(time.Duration(r.IntN(30_000)) * time.Millisecond)
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		clk := testclock.New(time.Time{})
+		l := ratelimit.NewLimiter(rdb, limit, time.Minute, clk.Now)
+		m := newWindowModel(limit, time.Minute)
+		var admitted []time.Time
+		for i, at := range schedule {
+			clk.Set(at)
+			got, err := l.Allow(t.Context(), prefix+"k")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := m.decide(at.UnixMilli()); got != want {
+				t.Fatalf("request %d at +%v: %+v, want %+v", i, at.Sub(tAligned), got, want)
+			}
+			if got.Allowed {
+				admitted = append(admitted, at)
+			}
 		}
-		random = append(random, at)
-	}
-	for name, schedule := range map[string][]time.Time{"bursts": bursts, "random": random} {
-		t.Run(name, func(t *testing.T) {
-			eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
-				clk := testclock.New(time.Time{})
-				l := ratelimit.NewLimiter(rdb, limit, time.Minute, clk.Now)
-				m := &model{limit: limit, window: time.Minute}
-				var admitted []time.Time
-				refused := 0
-				for i, at := range schedule {
-					clk.Set(at)
-					got, err := l.Allow(t.Context(), prefix+"k")
-					if err != nil {
-						t.Fatal(err)
-					}
-					if want := m.decide(at); got != want {
-						t.Fatalf("request %d at +%v: %+v, want %+v", i, at.Sub(t0), got, want)
-					}
-					if got.Allowed {
-						admitted = append(admitted, at)
-					} else {
-						refused++
-					}
-				}
-				if refused == 0 {
-					t.Fatal("the schedule never reached the limit")
-				}
-				if n := maxInAnyWindow(admitted, time.Minute); n != limit {
-					t.Fatalf("at most %d admitted in any minute, want exactly the limit %d", n, limit)
-				}
-				if name == "bursts" && len(admitted) != 4*limit {
-					t.Fatalf("bursts: %d admitted, want %d (a full limit at 0, 60, 120 and 180 s)", len(admitted), 4*limit)
-				}
-			})
-		})
-	}
+		if len(admitted) != 4*limit {
+			t.Fatalf("%d admitted, want %d (a full limit at 0, 60.999, 120.999 and 181 s)", len(admitted), 4*limit)
+		}
+		if n := maxInAnyWindow(admitted, time.Minute); n != limit {
+			t.Fatalf("at most %d admitted in any minute, want exactly the limit %d", n, limit)
+		}
+	})
 }
 
 // TestRedisClock: with no injected clock (NowArg -1) the script reads the
@@ -222,22 +181,24 @@ func TestRedisClock(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Allow: %v", err)
 			}
-			if d.Allowed != want || d.Wait <= 0 || d.Wait > time.Minute {
-				t.Fatalf("request %d: %+v, want allowed=%v and a wait within (0, 60s]", i+1, d, want)
+			if d.Allowed != want || d.Wait <= 0 || d.Wait >= 61*time.Second {
+				t.Fatalf("request %d: %+v, want allowed=%v and a wait within (0, 61s)", i+1, d, want)
 			}
 		}
-		// The entries are scored on the server's clock, in milliseconds.
+		// The requests were counted at the server's TIME: half a minute later
+		// by that clock they still count, 62 s later they have left.
 		srvTime, err := rdb.Time(t.Context()).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
-		zs, err := rdb.ZRangeWithScores(t.Context(), prefix+"k", 0, -1).Result()
-		if err != nil || len(zs) != 2 {
-			t.Fatalf("log = %v, %v; want 2 entries", zs, err)
-		}
-		for _, z := range zs {
-			if d := srvTime.Sub(time.UnixMilli(int64(z.Score))); d < 0 || d > 10*time.Second {
-				t.Errorf("entry scored %v, %v before the server's TIME %v", int64(z.Score), d, srvTime)
+		for _, tc := range []struct {
+			after time.Duration
+			allow bool
+		}{{30 * time.Second, false}, {62 * time.Second, true}} {
+			at := srvTime.Add(tc.after)
+			d, err := ratelimit.NewLimiter(rdb, 2, time.Minute, func() time.Time { return at }).Allow(t.Context(), prefix+"k")
+			if err != nil || d.Allowed != tc.allow {
+				t.Fatalf("server TIME + %v: %+v, %v; want allowed=%v", tc.after, d, err, tc.allow)
 			}
 		}
 	})

@@ -1,0 +1,458 @@
+package ratelimit_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/partnerapi/authplatform/pkg/ratelimit"
+	"github.com/partnerapi/authplatform/pkg/redistest"
+	"github.com/partnerapi/authplatform/pkg/testclock"
+)
+
+// windowModel is the reference for WindowLua: a plain list of the admitted
+// requests' times (ms), and the bucket arithmetic of the package
+// documentation applied to it.
+type windowModel struct {
+	limit, window, bucket int64
+	admitted              []int64 // ascending
+}
+
+func newWindowModel(limit int64, window time.Duration) *windowModel {
+	w := window.Milliseconds()
+	return &windowModel{limit: limit, window: w, bucket: (w + ratelimit.Buckets - 1) / ratelimit.Buckets}
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+// now is the time the limiter decides at: a key's time never runs back.
+func (m *windowModel) now(at int64) int64 {
+	if n := len(m.admitted); n > 0 && m.admitted[n-1] > at {
+		return m.admitted[n-1]
+	}
+	return at
+}
+
+// counted is the admitted requests whose bucket overlaps (now-window, now].
+func (m *windowModel) counted(now int64) []int64 {
+	j0 := floorDiv(now-m.window+1, m.bucket)
+	i, _ := slices.BinarySearch(m.admitted, j0*m.bucket)
+	return m.admitted[i:]
+}
+
+// leaves is when a request admitted at t stops being counted: when its
+// whole bucket has left the window.
+func (m *windowModel) leaves(t int64) int64 {
+	return (floorDiv(t, m.bucket)+1)*m.bucket + m.window - 1
+}
+
+func (m *windowModel) decide(at int64) ratelimit.Decision {
+	now := m.now(at)
+	in := m.counted(now)
+	n := int64(len(in))
+	if n < m.limit {
+		oldest := now
+		if n > 0 {
+			oldest = in[0]
+		}
+		m.admitted = append(m.admitted, now)
+		return ratelimit.Decision{Allowed: true, Count: n + 1, Wait: ms(m.leaves(oldest) - now)}
+	}
+	if m.limit <= 0 {
+		return ratelimit.Decision{Count: n, Wait: ms(m.window)}
+	}
+	// Admitted again once the limit-th newest request has left.
+	return ratelimit.Decision{Count: n, Wait: ms(m.leaves(in[n-m.limit]) - now)}
+}
+
+func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
+
+// exactCount is the number of admitted requests in (to-length, to].
+func exactCount(admitted []int64, length, to int64) int64 {
+	lo, _ := slices.BinarySearch(admitted, to-length+1)
+	hi, _ := slices.BinarySearch(admitted, to+1)
+	return int64(hi - lo)
+}
+
+// firstExactAdmission is the earliest time from now at which fewer than
+// limit admitted requests lie in the last window: when an exact sliding log
+// would admit again.
+func firstExactAdmission(admitted []int64, limit, window, now int64) int64 {
+	if int64(len(admitted)) < limit {
+		return now
+	}
+	return max(now, admitted[int64(len(admitted))-limit]+window)
+}
+
+// windowCase is one random key: a limit, a window and a schedule.
+type windowCase struct {
+	limit  int64
+	window time.Duration
+	start  time.Time
+	steps  int
+	seed   uint64
+}
+
+func (c windowCase) String() string {
+	return fmt.Sprintf("case{limit %d, window %v, start %d ms, %d steps, seed %d}", c.limit, c.window, c.start.UnixMilli(), c.steps, c.seed)
+}
+
+func randomCase(r *rand.Rand) windowCase {
+	// Windows of a second and more: the key's TTL runs on the real clock
+	// while the schedule's clock is injected, so a key must outlive a case.
+	// 59 s, 61 s and 1001 ms have buckets that do not divide the window.
+	windows := []time.Duration{time.Minute, time.Minute, 10 * time.Second, time.Second,
+		59 * time.Second, 61 * time.Second, 1001 * time.Millisecond,
+		time.Duration(1000+r.IntN(300_000)) * time.Millisecond}
+	var limit int64
+	switch p := r.IntN(10); {
+	case p == 0:
+		limit = int64(r.IntN(2)) // 0 or 1
+	case p < 8:
+		limit = 1 + int64(r.IntN(40))
+	default:
+		limit = 40 + int64(r.IntN(400))
+	}
+	return windowCase{
+		limit:  limit,
+		window: windows[r.IntN(len(windows))],
+		start:  time.UnixMilli(1_900_000_000_000 + r.Int64N(1_000_000_000)),
+		steps:  100 + r.IntN(300),
+		seed:   r.Uint64(),
+	}
+}
+
+// runWindowCase replays one random schedule against Limiter on rdb and
+// checks every decision against windowModel, and the package's promise
+// against the exact list of admitted times:
+//   - never more than limit admitted in any window-long interval;
+//   - every refusal is justified by at least limit admitted in the last
+//     window plus one bucket (less a millisecond);
+//   - a refusal's wait is when a request is admitted again, exact to the
+//     bucket: no earlier than an exact sliding log would admit, less than a
+//     bucket later; a request at now+wait-1 ms is refused, one at now+wait
+//     admitted, one after RetryAfterSeconds admitted.
+//
+// It returns the number of refusals.
+func runWindowCase(t *testing.T, rdb redis.UniversalClient, key string, c windowCase) int {
+	t.Helper()
+	r := rand.New(rand.NewPCG(c.seed, ^c.seed))
+	clk := testclock.New(c.start)
+	l := ratelimit.NewLimiter(rdb, c.limit, c.window, clk.Now)
+	m := newWindowModel(c.limit, c.window)
+	w, b := m.window, m.bucket
+	at := c.start.UnixMilli()
+	refused := 0
+	ask := func(when int64, why string) ratelimit.Decision {
+		t.Helper()
+		clk.Set(time.UnixMilli(when))
+		got, err := l.Allow(t.Context(), key)
+		if err != nil {
+			t.Fatalf("%v: Allow: %v", c, err)
+		}
+		now := m.now(when)
+		before := slices.Clone(m.admitted)
+		if want := m.decide(when); got != want {
+			t.Fatalf("%v: %s at +%d ms: %+v, want %+v", c, why, when-c.start.UnixMilli(), got, want)
+		}
+		if !got.Allowed && c.limit > 0 {
+			refused++
+			if n := exactCount(before, w+b-1, now); n < c.limit {
+				t.Fatalf("%v: refused at +%d ms with only %d admitted in the last %d ms", c, now-c.start.UnixMilli(), n, w+b-1)
+			}
+			exact := firstExactAdmission(before, c.limit, w, now)
+			if again := now + got.Wait.Milliseconds(); again < exact || again > exact+b-1 {
+				t.Fatalf("%v: refused at +%d ms, wait %v: again at %d, exact %d, bucket %d ms", c, now-c.start.UnixMilli(), got.Wait, again, exact, b)
+			}
+		}
+		return got
+	}
+	for i := range c.steps {
+		switch p := r.IntN(20); {
+		case p < 6: // same millisecond
+		case p < 12:
+			at += r.Int64N(b + 1)
+		case p < 17:
+			at += r.Int64N(w/4 + 1)
+		case p < 19:
+			at += r.Int64N(2*w + 1)
+		default:
+			at -= r.Int64N(b + 1) // a clock behind the latest admission
+		}
+		d := ask(at, fmt.Sprintf("request %d", i))
+		if d.Allowed || c.limit <= 0 || r.IntN(3) != 0 {
+			continue
+		}
+		now := m.now(at)
+		switch r.IntN(2) {
+		case 0: // probe the exact wait
+			if again := ask(now+d.Wait.Milliseconds()-1, "a request 1 ms before the wait"); again.Allowed {
+				t.Fatalf("%v: admitted 1 ms before the wait %v", c, d.Wait)
+			}
+			at = now + d.Wait.Milliseconds()
+		case 1: // follow Retry-After
+			at = now + d.RetryAfterSeconds()*1000
+		}
+		if again := ask(at, "a request after the wait"); !again.Allowed {
+			t.Fatalf("%v: refused at +%d ms after waiting %v (Retry-After %d)", c, at-now, d.Wait, d.RetryAfterSeconds())
+		}
+	}
+	if n := maxInAnyWindow(times(m.admitted), c.window); int64(n) > c.limit {
+		t.Fatalf("%v: %d admitted in one window, limit %d", c, n, c.limit)
+	}
+	return refused
+}
+
+func times(msList []int64) []time.Time {
+	out := make([]time.Time, len(msList))
+	for i, v := range msList {
+		out[i] = time.UnixMilli(v)
+	}
+	return out
+}
+
+// TestWindowProperty replays random schedules (random limits, windows and
+// arrival times, an injected clock) on the real Redis and on miniredis and
+// checks WindowLua against the reference model and its promise (see
+// runWindowCase). The long suite runs many more.
+func TestWindowProperty(t *testing.T) {
+	testWindowProperty(t, map[string]int{"redis": 20, "miniredis": 4})
+}
+
+func TestWindowPropertyLong(t *testing.T) {
+	redistest.Long(t)
+	testWindowProperty(t, map[string]int{"redis": 1500, "miniredis": 150})
+}
+
+// testWindowProperty runs random cases per backend (miniredis runs scripts
+// more slowly).
+func testWindowProperty(t *testing.T, perBackend map[string]int) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	for _, be := range redistest.Backends(t) {
+		t.Run(be.Name, func(t *testing.T) {
+			rdb, prefix, cases := be.Client, redistest.Prefix(t, be.Client), perBackend[be.Name]
+			r := rand.New(rand.NewPCG(seed, 1))
+			refused := 0
+			for i := range cases {
+				refused += runWindowCase(t, rdb, fmt.Sprintf("%sk%d", prefix, i), randomCase(r))
+			}
+			// The schedules must reach the limits, or the refusals go unchecked.
+			if refused == 0 {
+				t.Fatalf("no refusal in %d cases", cases)
+			}
+			t.Logf("%d cases, %d refusals", cases, refused)
+		})
+	}
+}
+
+// TestWindowMemory: a 100,000,000-a-minute key under 20,000 requests spread
+// over a minute and a half keeps one string of fixed size, far under 4 KB,
+// where the sliding log's sorted set holds every request.
+func TestWindowMemory(t *testing.T) {
+	rdb := redistest.Client(t)
+	prefix := redistest.Prefix(t, rdb)
+	if err := rdb.Do(t.Context(), "MEMORY", "USAGE", prefix+"none").Err(); err != nil && err != redis.Nil {
+		t.Skipf("MEMORY USAGE unsupported (not a real Redis): %v", err)
+	}
+	const limit, n = 100_000_000, 20_000
+	script := redis.NewScript(ratelimit.WindowLua + `return {window_limit(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]))}`)
+	if err := script.Load(t.Context(), rdb).Err(); err != nil {
+		t.Fatal(err)
+	}
+	key := prefix + "{svc_x}:rl:api"
+	start := tAligned.UnixMilli()
+	var maxBytes int64
+	for batch := 0; batch < n; batch += 1000 {
+		pipe := rdb.Pipeline()
+		cmds := make([]*redis.Cmd, 0, 1000)
+		for i := batch; i < batch+1000; i++ {
+			cmds = append(cmds, script.EvalSha(t.Context(), pipe, []string{key}, limit, 60_000, start+int64(i)*90_000/n))
+		}
+		if _, err := pipe.Exec(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		for i, cmd := range cmds {
+			if v, err := cmd.Int64Slice(); err != nil || v[0] != 1 {
+				t.Fatalf("request %d: %v, %v; want admitted", batch+i, v, err)
+			}
+		}
+		bytes, err := rdb.MemoryUsage(t.Context(), key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		maxBytes = max(maxBytes, bytes)
+	}
+	// With the server's clock too.
+	for range 100 {
+		if err := script.Run(t.Context(), rdb, []string{key + "2"}, limit, 60_000, -1).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var keys []string
+	iter := rdb.Scan(t.Context(), 0, prefix+"*", 1000).Iterator()
+	for iter.Next(t.Context()) {
+		keys = append(keys, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(keys)
+	if want := []string{key, key + "2"}; !slices.Equal(keys, want) {
+		t.Fatalf("keys %v, want only %v", keys, want)
+	}
+	for _, k := range keys {
+		bytes, err := rdb.MemoryUsage(t.Context(), k).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		maxBytes = max(maxBytes, bytes)
+	}
+	t.Logf("MEMORY USAGE at most %d bytes", maxBytes)
+	if maxBytes >= 4096 {
+		t.Fatalf("MEMORY USAGE %d bytes, want under 4 KB", maxBytes)
+	}
+}
+
+// TestWindowTTL: the key lives exactly until its newest bucket leaves the
+// window, so an idle key vanishes.
+func TestWindowTTL(t *testing.T) {
+	rdb := redistest.Client(t)
+	prefix := redistest.Prefix(t, rdb)
+	clk := testclock.New(tAligned.Add(250 * time.Millisecond))
+	l := ratelimit.NewLimiter(rdb, 5, 10*time.Second, clk.Now) // 167 ms buckets
+	if _, err := l.Allow(t.Context(), prefix+"k"); err != nil {
+		t.Fatal(err)
+	}
+	// The bucket of now ends at the next multiple of 167 ms; the key lives
+	// one window more.
+	now := clk.Now().UnixMilli()
+	want := (now/167+1)*167 + 10_000 - now
+	ttl, err := rdb.PTTL(t.Context(), prefix+"k").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ttl.Milliseconds(); got > want || got < want-1000 {
+		t.Fatalf("PTTL %d ms, want %d (less the test's own time)", got, want)
+	}
+	// A refusal leaves the key as it was.
+	l0 := ratelimit.NewLimiter(rdb, 0, 10*time.Second, clk.Now)
+	if d, err := l0.Allow(t.Context(), prefix+"k"); err != nil || d.Allowed || d.Count != 1 || d.Wait != 10*time.Second {
+		t.Fatalf("limit 0: %+v, %v; want refused, count 1, wait the window", d, err)
+	}
+}
+
+// TestWindowChange: a key's window changing carries its count into the
+// current bucket, so a changed window never admits more than the limit.
+func TestWindowChange(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		clk := testclock.New(tAligned)
+		a := ratelimit.NewLimiter(rdb, 3, time.Minute, clk.Now)
+		for range 3 {
+			if _, err := a.Allow(t.Context(), prefix+"k"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		clk.Add(30 * time.Second)
+		b := ratelimit.NewLimiter(rdb, 4, 2*time.Minute, clk.Now)
+		if d, err := b.Allow(t.Context(), prefix+"k"); err != nil || !d.Allowed || d.Count != 4 {
+			t.Fatalf("after the change: %+v, %v; want admitted as the 4th", d, err)
+		}
+		if d, err := b.Allow(t.Context(), prefix+"k"); err != nil || d.Allowed || d.Count != 4 {
+			t.Fatalf("after the change: %+v, %v; want refused at 4", d, err)
+		}
+	})
+}
+
+// model is the reference sliding log: a request at now is admitted when
+// fewer than limit admitted requests lie in (now-window, now].
+type model struct {
+	limit    int64
+	window   time.Duration
+	admitted []time.Time
+}
+
+func (m *model) decide(now time.Time) ratelimit.Decision {
+	var in []time.Time
+	for _, a := range m.admitted {
+		if now.Sub(a) < m.window {
+			in = append(in, a)
+		}
+	}
+	if int64(len(in)) < m.limit {
+		m.admitted = append(m.admitted, now)
+		oldest := now
+		if len(in) > 0 {
+			oldest = in[0]
+		}
+		return ratelimit.Decision{Allowed: true, Count: int64(len(in)) + 1, Wait: oldest.Add(m.window).Sub(now)}
+	}
+	return ratelimit.Decision{Allowed: false, Count: int64(len(in)), Wait: max(in[0].Add(m.window).Sub(now), time.Millisecond)}
+}
+
+// TestSlidingLog: the deprecated SlidingLogLua, still embedded by
+// pkg/clients, keeps its exact sliding log.
+func TestSlidingLog(t *testing.T) {
+	script := redis.NewScript(ratelimit.SlidingLogLua + `
+return {sliding_log(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4])}`)
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, ^seed))
+	var schedule []time.Time
+	at := t0
+	for range 400 {
+		switch p := r.IntN(10); {
+		case p < 3:
+		case p < 8:
+			at = at.Add(time.Duration(r.IntN(800)) * time.Millisecond)
+		default:
+			at = at.Add(time.Duration(r.IntN(30_000)) * time.Millisecond)
+		}
+		schedule = append(schedule, at)
+	}
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		const limit = 10
+		m := &model{limit: limit, window: time.Minute}
+		var admitted []time.Time
+		for i, at := range schedule {
+			v, err := script.Run(t.Context(), rdb, []string{prefix + "log"}, limit, 60_000, at.UnixMilli(), ratelimit.Member()).Int64Slice()
+			if err != nil || len(v) != 3 {
+				t.Fatalf("sliding_log: %v, %v", v, err)
+			}
+			got := ratelimit.FromScript(v[0], v[1], v[2])
+			if want := m.decide(at); got != want {
+				t.Fatalf("request %d at +%v: %+v, want %+v", i, at.Sub(t0), got, want)
+			}
+			if got.Allowed {
+				admitted = append(admitted, at)
+			}
+		}
+		if n := maxInAnyWindow(admitted, time.Minute); n != limit {
+			t.Fatalf("at most %d admitted in any minute, want exactly the limit %d", n, limit)
+		}
+	})
+}
+
+// TestWindowHugeLimit: a limit beyond the counters' 32 bits still admits.
+func TestWindowHugeLimit(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		clk := testclock.New(tAligned)
+		l := ratelimit.NewLimiter(rdb, math.MaxInt64, time.Minute, clk.Now)
+		for i := range 3 {
+			if d, err := l.Allow(t.Context(), prefix+"k"); err != nil || !d.Allowed || d.Count != int64(i+1) {
+				t.Fatalf("request %d: %+v, %v; want admitted", i+1, d, err)
+			}
+		}
+	})
+}
