@@ -214,11 +214,18 @@ func (p *Program) help(words []string, w io.Writer) error {
 }
 
 func (p *Program) printList(w io.Writer) {
-	fmt.Fprintf(w, "usage: %s COMMAND [SUBCOMMAND] [ARGUMENTS] [FLAGS]\n\ncommands:\n", p.Name)
+	command := "COMMAND"
+	for _, c := range p.Commands {
+		if strings.Contains(c.Name, " ") {
+			command = "COMMAND [SUBCOMMAND]"
+			break
+		}
+	}
+	fmt.Fprintf(w, "usage: %s %s [ARGUMENTS] [FLAGS]\n\ncommands:\n", p.Name, command)
 	for _, c := range p.Commands {
 		fmt.Fprintf(w, "  %s\n      %s\n", strings.TrimSpace(c.Name+" "+c.Synopsis), c.Summary)
 	}
-	fmt.Fprintf(w, "\nRun '%s COMMAND [SUBCOMMAND] --help' (or '%s help COMMAND') for a command's flags.\n", p.Name, p.Name)
+	fmt.Fprintf(w, "\nRun '%s %s --help' (or '%s help %s') for a command's flags.\n", p.Name, command, p.Name, command)
 	if p.Notes != "" {
 		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(p.Notes))
 	}
