@@ -12,7 +12,7 @@ import (
 // lists it, and each row gives its command's --help.
 func commands() []cli.Command {
 	return []cli.Command{
-		{Name: "serve", Synopsis: "[--addr A] [--metrics-addr A] [--keys FILE] [--issuer URL] [--audience A] [--trusted-proxies CIDRS] [--log-level L]",
+		{Name: "serve", Synopsis: "[--addr A] [--metrics-addr A] [--keys FILE] [--issuer URL] [--audience A] [--trusted-proxies CIDRS] [--log-level L] [--accept-legacy-secrets]",
 			Summary: "Serve the token service (token, introspection, JWKS, metadata), and its metrics on --metrics-addr.",
 			Setup:   serveCommand},
 		{Name: "healthcheck", Synopsis: "[--url URL]",

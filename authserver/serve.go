@@ -34,6 +34,8 @@ type serveConfig struct {
 	RedisURL       string
 	TrustedProxies string
 	LogLevel       string
+	// AcceptLegacySecrets: see tokenserver.Config.AcceptLegacySecrets.
+	AcceptLegacySecrets bool
 }
 
 func (c serveConfig) Validate() error {
@@ -72,6 +74,8 @@ func serveCommand(fs *flag.FlagSet, env cli.Env) cli.Action {
 	fs.StringVar(&cfg.RedisURL, "redis-url", "", "Redis URL (env REDIS_URL, preferred: flags are visible in ps; default "+redisconn.DefaultURL+")")
 	fs.StringVar(&cfg.TrustedProxies, "trusted-proxies", getenv("TRUSTED_PROXIES"), "comma-separated proxy CIDRs whose forwarded headers are trusted (env TRUSTED_PROXIES)")
 	fs.StringVar(&cfg.LogLevel, "log-level", getenv("LOG_LEVEL"), "debug, info, warn or error (env LOG_LEVEL; default info)")
+	fs.BoolVar(&cfg.AcceptLegacySecrets, "accept-legacy-secrets", getenv("ACCEPT_LEGACY_SECRETS") == "true",
+		"also accept client secrets issued before checksums, until every such client is rotated (env ACCEPT_LEGACY_SECRETS=true)")
 	return func(ctx context.Context, _ []string) error {
 		if cfg.RedisURL == "" {
 			cfg.RedisURL = getenv("REDIS_URL")
@@ -101,7 +105,8 @@ func serve(ctx context.Context, cfg serveConfig, env cli.Env) error {
 	m := metrics.NewTokenService(metrics.New("authserver"))
 	rdb.AddHook(m.RedisHook())
 	trust, _ := clientip.ParseTrust(cfg.TrustedProxies)
-	h, err := tokenserver.NewServer(logger, tokenserver.Config{Issuer: cfg.Issuer, Audience: cfg.Audience, Trust: trust, KeyPrefix: env.Getenv("REDIS_KEY_PREFIX")},
+	h, err := tokenserver.NewServer(logger, tokenserver.Config{Issuer: cfg.Issuer, Audience: cfg.Audience, Trust: trust, KeyPrefix: env.Getenv("REDIS_KEY_PREFIX"),
+		AcceptLegacySecrets: cfg.AcceptLegacySecrets},
 		tokenserver.Deps{
 			Registry: clients.NewStore(rdb, env.Getenv("REDIS_KEY_PREFIX"), nil),
 			Keys:     keys,

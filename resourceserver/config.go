@@ -38,7 +38,7 @@ type config struct {
 	KeyPrefix      string // REDIS_KEY_PREFIX: prefix of every Redis key (shared instances, tests)
 	TrustedProxies string // --trusted-proxies, TRUSTED_PROXIES: comma-separated CIDRs or addresses
 	LogLevel       string // --log-level, LOG_LEVEL: debug, info, warn or error
-	BaseURL        string // --base-url, BASE_URL: public address for the links of llms.txt
+	BaseURL        string // --base-url, BASE_URL: public address written into the documentation
 
 	// Parsed by Validate.
 	trust clientip.Trust
@@ -63,7 +63,7 @@ func (cfg *config) declareFlags(fs *flag.FlagSet, getenv func(string) string) (f
 	fs.StringVar(&cfg.RedisURL, "redis-url", "", "Redis URL (env REDIS_URL, preferred: flags are visible in ps; default "+redisconn.DefaultURL+")")
 	fs.StringVar(&cfg.TrustedProxies, "trusted-proxies", env("TRUSTED_PROXIES", ""), "comma-separated CIDRs of trusted reverse proxies (env TRUSTED_PROXIES)")
 	fs.StringVar(&cfg.LogLevel, "log-level", env("LOG_LEVEL", "info"), "debug, info, warn or error (env LOG_LEVEL)")
-	fs.StringVar(&cfg.BaseURL, "base-url", env("BASE_URL", ""), "public base URL for documentation links; empty: relative links (env BASE_URL)")
+	fs.StringVar(&cfg.BaseURL, "base-url", env("BASE_URL", ""), "public base URL written into the documentation ({base_url}) and its links; empty: derived from each request (env BASE_URL)")
 	return func() {
 		if cfg.RedisURL == "" {
 			cfg.RedisURL = env("REDIS_URL", redisconn.DefaultURL)

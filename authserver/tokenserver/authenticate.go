@@ -38,6 +38,11 @@ func (s *Server) authenticate(ctx context.Context, r *http.Request, req *clientR
 		return clients.Authentication{}, errInvalidClient
 	}
 	annotate(ctx, slog.String("client_id", loggableID(req.Client.ID)))
+	if !s.secretForm(ctx, req.Client.Secret) {
+		// Refused before any lookup, answered as any invalid_client and
+		// counted, like a failure naming no client, against the address.
+		return clients.Authentication{}, errUnknownClient
+	}
 	attempt := clients.Attempt{
 		ClientID: req.Client.ID, Secret: req.Client.Secret, Address: limitKey(s.cfg.Trust.Of(r)),
 		FailureLimit: s.cfg.FailuresPerMinute, Token: token, Now: s.cfg.RateNow,
@@ -64,6 +69,26 @@ func (s *Server) authenticate(ctx context.Context, r *http.Request, req *clientR
 		return a, errUnknownClient
 	}
 	return a, errInvalidClient
+}
+
+// secretForm reports whether a presented secret may be looked up: its
+// checksum holds (clients.ValidSecret), or it has the pre-checksum form and
+// the operator still accepts those (Config.AcceptLegacySecrets; the access
+// record then says legacy_secret, so the operator sees who must rotate). A
+// secret refused here gets the same invalid_client as a wrong one, without
+// any Redis lookup, and counts against the address's ceiling of failures
+// naming no client (Config.AddressFailuresPerMinute); its access record says
+// secret_checksum_failed, which points at a mistyped or truncated secret.
+func (s *Server) secretForm(ctx context.Context, secret string) bool {
+	if clients.ValidSecret(secret) {
+		return true
+	}
+	if s.cfg.AcceptLegacySecrets && clients.LegacySecret(secret) {
+		annotate(ctx, slog.Bool("legacy_secret", true))
+		return true
+	}
+	annotate(ctx, slog.Bool("secret_checksum_failed", true))
+	return false
 }
 
 // errUnknownClient is invalid_client for an id that names no client: it is

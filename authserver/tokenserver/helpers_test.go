@@ -72,6 +72,7 @@ type env struct {
 	trust    clientip.Trust
 	failures int64 // per-address and per-client failure limit
 	ceiling  int   // per-address ceiling of failures naming no client
+	legacy   bool  // Config.AcceptLegacySecrets of instances started from now on
 	logs     *syncBuffer
 	url      string // base URL of the first instance
 	srv      *Server
@@ -139,6 +140,7 @@ func (e *env) start(keys *accesstoken.KeySet) (string, *Server) {
 	s, err := NewServer(logger, Config{
 		Issuer: testIssuer, Audience: testAudience, Trust: e.trust, FailuresPerMinute: e.failures,
 		AddressFailuresPerMinute: e.ceiling, Now: e.now.Now, RateNow: rateNow, KeyPrefix: e.prefix,
+		AcceptLegacySecrets: e.legacy,
 	}, Deps{
 		Registry: e.store,
 		Keys:     keys,

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/ratelimit"
 )
 
 func grant() string { return form("grant_type", "client_credentials") }
@@ -32,23 +33,27 @@ func TestTokenRateLimit(t *testing.T) {
 		}
 		tokenReply(t, post(t, base+PathToken, formType, grant(), basic(id, secret)), "events.subscribe")
 	}
-	// The 31st at 20.5 s, on either replica: the oldest (t0) leaves at 60 s.
+	// The 31st at 20.5 s, on either replica: the first second's ten count
+	// until their second has left the minute, at 60.999 s (package
+	// ratelimit counts whole one-second buckets, never too few).
 	e.rate.Set(t0.Add(20500 * time.Millisecond))
 	for _, base := range []string{e.url, other} {
 		r := post(t, base+PathToken, formType, grant(), basic(id, secret))
 		wantStatus(t, r, http.StatusTooManyRequests)
-		wantHeaders(t, r, oauthHeaders(map[string]string{"Retry-After": "40", "WWW-Authenticate": ""}))
+		wantHeaders(t, r, oauthHeaders(map[string]string{"Retry-After": "41", "WWW-Authenticate": ""}))
 		wantJSON(t, r, bodySlowDown)
 	}
 	// Form credentials are limited alike.
 	r := post(t, other+PathToken, formType, form("grant_type", "client_credentials", "client_id", id, "client_secret", secret))
 	wantStatus(t, r, http.StatusTooManyRequests)
 
-	// The refusals were not counted: at 60 s exactly the oldest has left and
-	// one request is admitted; the next must wait for the second oldest
-	// (t0+100ms), 0.1 s away, rounded up to 1.
-	e.rate.Set(t0.Add(time.Minute))
-	tokenReply(t, post(t, other+PathToken, formType, grant(), basic(id, secret)), "events.subscribe")
+	// The refusals were not counted: at 60.999 s the first second's ten
+	// have left and ten requests are admitted; the next must wait for the
+	// second second's bucket, 1 s away.
+	e.rate.Set(t0.Add(60999 * time.Millisecond))
+	for range 10 {
+		tokenReply(t, post(t, other+PathToken, formType, grant(), basic(id, secret)), "events.subscribe")
+	}
 	r = post(t, e.url+PathToken, formType, grant(), basic(id, secret))
 	wantStatus(t, r, http.StatusTooManyRequests)
 	wantHeaders(t, r, map[string]string{"Retry-After": "1"})
@@ -63,21 +68,23 @@ func TestTokenRateLimit(t *testing.T) {
 	}
 	tokenReply(t, post(t, e.url+PathToken, formType, grant(), basic(id, secret)), "events.subscribe")
 
-	// The token log expires (its key is "{client_id}:rl:token" under the prefix).
-	ttl, err := e.rdb.PTTL(context.Background(), e.prefix+"{"+id+"}:rl:token").Result()
+	// The token count expires (its key is "{client_id}:rw:token" under the
+	// prefix).
+	ttl, err := e.rdb.PTTL(context.Background(), e.prefix+"{"+id+"}:rw:token").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ttl <= 0 || ttl > time.Minute {
-		t.Errorf("token log TTL %v, want within (0, 1m]", ttl)
+	if ttl <= 0 || ttl > time.Minute+time.Second {
+		t.Errorf("token count TTL %v, want within (0, 61s]", ttl)
 	}
 }
 
 // TestTokenRateLimitAnyWindow (point 6) replays a pseudo-random schedule of
-// token requests across two replicas with the injected clock and checks,
-// against a model of the sliding window, that no 60-second window ever saw
-// more than 30 tokens, that every refusal came with a full window, and that
-// Retry-After is the time until the window's oldest token leaves it.
+// token requests across two replicas with the injected clock and checks
+// every answer against package ratelimit's reference model (whole
+// one-second buckets), that every refusal came with a full window (the
+// oldest second counted in full), that Retry-After is the model's wait, and
+// that no 60-second window ever saw more than 30 tokens.
 func TestTokenRateLimitAnyWindow(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -86,6 +93,7 @@ func TestTokenRateLimitAnyWindow(t *testing.T) {
 	rng := rand.New(rand.NewPCG(2030, 6))
 	const limit = 30
 	var issued []time.Time
+	m := ratelimit.NewModel(limit, time.Minute)
 	now := epoch
 	refused := 0
 	for i := range 220 {
@@ -100,28 +108,27 @@ func TestTokenRateLimitAnyWindow(t *testing.T) {
 		if rng.IntN(2) == 1 {
 			base = other
 		}
-		// The model: tokens in (now-60s, now].
+		// Tokens whose second overlaps the last minute.
 		var inWindow []time.Time
 		for _, at := range issued {
-			if at.After(now.Add(-time.Minute)) {
+			if at.Truncate(time.Second).After(now.Add(-time.Minute - time.Second)) {
 				inWindow = append(inWindow, at)
 			}
 		}
+		want := m.Decide(now)
 		r := post(t, base+PathToken, formType, grant(), basic(id, secret))
 		switch r.Status {
 		case http.StatusOK:
-			if len(inWindow) >= limit {
-				t.Fatalf("request %d at %v: issued with %d tokens already in the window", i, now.Sub(epoch), len(inWindow))
+			if !want.Allowed || len(inWindow) >= limit {
+				t.Fatalf("request %d at %v: issued with %d tokens already in the window (model: %+v)", i, now.Sub(epoch), len(inWindow), want)
 			}
 			issued = append(issued, now)
 		case http.StatusTooManyRequests:
 			refused++
-			if len(inWindow) < limit {
-				t.Fatalf("request %d at %v: refused with only %d tokens in the window", i, now.Sub(epoch), len(inWindow))
+			if want.Allowed || len(inWindow) < limit {
+				t.Fatalf("request %d at %v: refused with only %d tokens in the window (model: %+v)", i, now.Sub(epoch), len(inWindow), want)
 			}
-			wait := inWindow[0].Add(time.Minute).Sub(now)
-			want := strconv.FormatInt(int64((wait+time.Second-1)/time.Second), 10)
-			if got := r.Header.Get("Retry-After"); got != want {
+			if got, want := r.Header.Get("Retry-After"), strconv.FormatInt(want.RetryAfterSeconds(), 10); got != want {
 				t.Fatalf("request %d: Retry-After %s, want %s", i, got, want)
 			}
 		default:
@@ -159,8 +166,8 @@ func TestFailureLimitPerAddress(t *testing.T) {
 	from := func(addr string) func(*http.Request) { return header("X-Forwarded-For", addr) }
 	const attacker, bystander = "203.0.113.7", "198.51.100.9"
 
-	for i := range n {
-		r := post(t, e.url+PathToken, formType, grant(), basic(id, "svc_cs_guess"+strconv.Itoa(i)), from(attacker))
+	for range n {
+		r := post(t, e.url+PathToken, formType, grant(), basic(id, clients.NewSecret()), from(attacker))
 		wantStatus(t, r, http.StatusUnauthorized)
 		wantJSON(t, r, bodyInvalidClient)
 	}
@@ -173,8 +180,8 @@ func TestFailureLimitPerAddress(t *testing.T) {
 	// Good credentials from that address: refused without being checked,
 	// on both endpoints.
 	before := e.store.DigestChecks()
-	blocked(post(t, e.url+PathToken, formType, grant(), basic(id, secret), from(attacker)), "60")
-	blocked(post(t, e.url+PathIntrospect, formType, form("token", "x"), basic(id, secret), from(attacker)), "60")
+	blocked(post(t, e.url+PathToken, formType, grant(), basic(id, secret), from(attacker)), "61")
+	blocked(post(t, e.url+PathIntrospect, formType, form("token", "x"), basic(id, secret), from(attacker)), "61")
 	if d := e.store.DigestChecks() - before; d != 0 {
 		t.Errorf("%d secrets of a blocked address were checked", d)
 	}
@@ -183,25 +190,26 @@ func TestFailureLimitPerAddress(t *testing.T) {
 	tokenReply(t, post(t, e.url+PathToken, formType, grant(), basic(id, secret)), "events.subscribe")
 	// Retry-After counts down with the clock...
 	e.rate.Add(20500 * time.Millisecond)
-	blocked(post(t, e.url+PathToken, formType, grant(), basic(id, secret), from(attacker)), "40")
-	// ...and when the failures have left the window, the address is served.
-	e.rate.Set(epoch.Add(time.Minute))
+	blocked(post(t, e.url+PathToken, formType, grant(), basic(id, secret), from(attacker)), "41")
+	// ...and when the failures' second has left the window, the address is
+	// served.
+	e.rate.Set(epoch.Add(61 * time.Second))
 	tokenReply(t, post(t, e.url+PathToken, formType, grant(), basic(id, secret), from(attacker)), "events.subscribe")
 
 	// Replicas share the count: two failures on one and one on the other
 	// block the address on the other.
 	const spread = "203.0.113.8"
 	for _, base := range []string{e.url, e.url, other} {
-		wantStatus(t, post(t, base+PathToken, formType, grant(), basic(id, "svc_cs_guess"), from(spread)), http.StatusUnauthorized)
+		wantStatus(t, post(t, base+PathToken, formType, grant(), basic(id, clients.NewSecret()), from(spread)), http.StatusUnauthorized)
 	}
-	blocked(post(t, other+PathToken, formType, grant(), basic(id, secret), from(spread)), "60")
+	blocked(post(t, other+PathToken, formType, grant(), basic(id, secret), from(spread)), "61")
 
 	// Failed introspection callers count too.
 	const prober = "203.0.113.9"
 	for range n {
-		wantStatus(t, post(t, e.url+PathIntrospect, formType, form("token", "x"), basic(id, "svc_cs_guess"), from(prober)), http.StatusUnauthorized)
+		wantStatus(t, post(t, e.url+PathIntrospect, formType, form("token", "x"), basic(id, clients.NewSecret()), from(prober)), http.StatusUnauthorized)
 	}
-	blocked(post(t, e.url+PathToken, formType, grant(), basic(id, secret), from(prober)), "60")
+	blocked(post(t, e.url+PathToken, formType, grant(), basic(id, secret), from(prober)), "61")
 }
 
 // TestFailuresNeverLockOutANeighbour: behind one address (a hospital's
@@ -225,7 +233,7 @@ func TestFailuresNeverLockOutANeighbour(t *testing.T) {
 	issued := 0
 	for i := range 40 {
 		base := []string{e.url, other}[i%2]
-		r := post(t, base+PathToken, formType, grant(), basic(stale, "svc_cs_rotated_away"), nat)
+		r := post(t, base+PathToken, formType, grant(), basic(stale, clients.NewSecret()), nat)
 		if i < budget {
 			wantStatus(t, r, http.StatusUnauthorized)
 			wantJSON(t, r, bodyInvalidClient)
@@ -270,7 +278,7 @@ func TestFailureLimitIgnoresUntrustedForwarding(t *testing.T) {
 	e := newEnv(t, withFailures(n))
 	id, secret := e.client(clients.AudiencePharma)
 	for i := range n {
-		r := post(t, e.url+PathToken, formType, grant(), basic(id, "svc_cs_guess"), header("X-Forwarded-For", "192.0.2."+strconv.Itoa(i+1)))
+		r := post(t, e.url+PathToken, formType, grant(), basic(id, clients.NewSecret()), header("X-Forwarded-For", "192.0.2."+strconv.Itoa(i+1)))
 		wantStatus(t, r, http.StatusUnauthorized)
 	}
 	r := post(t, e.url+PathToken, formType, grant(), basic(id, secret), header("X-Forwarded-For", "192.0.2.200"))

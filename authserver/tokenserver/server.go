@@ -34,6 +34,11 @@ type Config struct {
 	// 429 (0: DefaultAddressFailuresPerMinute). It never refuses valid
 	// credentials.
 	AddressFailuresPerMinute int
+	// AcceptLegacySecrets lets secrets issued before checksums (svc_cs_ and
+	// 43 base64url characters, see clients.LegacySecret) reach the lookup;
+	// off, they are refused like any secret whose checksum fails. It is the
+	// operator's transition switch until every such client was rotated.
+	AcceptLegacySecrets bool
 	// Now is the clock for token times (nil: time.Now).
 	Now func() time.Time
 	// RateNow is the clock of the rate limits (nil: the Redis server's).

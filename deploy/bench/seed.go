@@ -252,7 +252,7 @@ func (r *registry) fetchToken(ctx context.Context, c client) (string, error) {
 func clearRateLogs(ctx context.Context, rdb redis.UniversalClient) error {
 	var cursor uint64
 	for {
-		keys, next, err := rdb.Scan(ctx, cursor, "*:rl:*", 10000).Result()
+		keys, next, err := rdb.Scan(ctx, cursor, "*:rw:*", 10000).Result()
 		if err != nil {
 			return fmt.Errorf("clear rate-limit logs: %w", err)
 		}

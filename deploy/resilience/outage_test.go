@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/partnerapi/authplatform/pkg/ratelimit"
 	"github.com/partnerapi/authplatform/pkg/redistest"
 )
 
@@ -212,10 +213,10 @@ func checkAnswers(t *testing.T, rs []result, id string) {
 }
 
 // checkAdmissions compares the 200s with what Redis recorded: every admitted
-// token request and API request adds one entry to the client's sliding log
-// in the same script that reads the client's state, and AOF with
-// appendfsync always kept them across the crash. A 200 without its entry
-// would be an answer served without reading the state. The logs keep one
+// token request and API request is counted in the client's window (package
+// ratelimit) in the same script that reads the client's state, and AOF with
+// appendfsync always kept the counts across the crash. A 200 not counted
+// would be an answer served without reading the state. The counts keep one
 // minute, so the check needs the whole test within it.
 func checkAdmissions(t *testing.T, srv *redistest.Server, id string, rs []result, since time.Time) string {
 	t.Helper()
@@ -229,11 +230,12 @@ func checkAdmissions(t *testing.T, srv *redistest.Server, id string, rs []result
 	for _, k := range []struct {
 		kind kind
 		key  string
-	}{{tokenRequest, "{" + id + "}:rl:token"}, {meRequest, "{" + id + "}:rl:api"}} {
-		logged, err := rdb.ZCard(ctx, k.key).Result()
+	}{{tokenRequest, "{" + id + "}:rw:token"}, {meRequest, "{" + id + "}:rw:api"}} {
+		raw, err := rdb.Get(ctx, k.key).Result()
 		if err != nil {
 			t.Fatalf("read %s: %v", k.key, err)
 		}
+		logged := ratelimit.Total(raw)
 		served := int64(count(rs, func(r result) bool { return r.kind == k.kind && r.status == http.StatusOK }))
 		if served > logged {
 			t.Errorf("%s: %d answered 200 but Redis admitted only %d", k.kind, served, logged)

@@ -106,7 +106,7 @@ const (
 // of the presenting address for this client. ARGV: digest (raw), digest
 // (hex, for records written before digests were stored raw), 'token' or
 // 'caller', requested scope bits (-1: every scope held, -2: a scope that
-// cannot be granted), now_ms, window_ms, failure limit, log member.
+// cannot be granted), now_ms, window_ms, failure limit.
 //
 // The digest is compared here with a plain string comparison, not in
 // constant time: what is compared is a SHA-256 digest of a 256-bit random
@@ -120,17 +120,7 @@ const (
 // this client (nothing compared); {3, gen, held} for a scope the client does
 // not hold; {4, gen, granted, count, wait_ms, limit} over the token limit;
 // {5, gen, granted[, count, wait_ms, limit]} authenticated.
-var authenticateScript = redis.NewScript(ratelimit.SlidingLogLua + `
-local function log_count(key, window_ms, now_ms)
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', now_ms - window_ms)
-  local n = redis.call('ZCARD', key)
-  local wait = 0
-  if n > 0 then
-    local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
-    wait = tonumber(oldest[2]) + window_ms - now_ms
-  end
-  return n, wait
-end
+var authenticateScript = redis.NewScript(ratelimit.WindowLua + `
 local function scope_bits(v)
   local n = tonumber(v)
   if n then return n end
@@ -141,12 +131,18 @@ local function scope_bits(v)
 end
 local st = redis.call('HMGET', KEYS[1], 'status', 'secret_digest', 'generation', 'scopes', 'token_rate_limit')
 if not st[2] then return {0} end
-local now = now_millis(tonumber(ARGV[5]))
+local now = tonumber(ARGV[5])
 local window, flimit = tonumber(ARGV[6]), tonumber(ARGV[7])
-local failures, fwait = log_count(KEYS[3], window, now)
-if failures >= flimit then return {2, fwait} end
+-- The failure budget is looked at before the secret (a limit of 0 only
+-- reads the count), so a spent budget checks nothing; a failure is counted
+-- in the same script, so no burst gets more than the budget checked.
+local _, failures = window_limit(KEYS[3], 0, window, now)
+if failures >= flimit then
+  local _, _, fwait = window_limit(KEYS[3], flimit, window, now)
+  return {2, fwait}
+end
 if st[1] ~= 'active' or (st[2] ~= ARGV[1] and st[2] ~= ARGV[2]) then
-  sliding_log(KEYS[3], flimit, window, now, ARGV[8])
+  window_limit(KEYS[3], flimit, window, now)
   return {1}
 end
 -- (the bit library is not in every Redis's Lua: plain arithmetic)
@@ -164,7 +160,7 @@ if want == -2 or (want >= 0 and not subset(want, held)) then return {3, gen, hel
 if want == -1 then want = held end
 if ARGV[3] ~= 'token' then return {5, gen, want} end
 local limit = tonumber(st[5]) or 30
-local a, c, w = sliding_log(KEYS[2], limit, window, now, ARGV[8])
+local a, c, w = window_limit(KEYS[2], limit, window, now)
 if a == 0 then return {4, gen, want, c, w, limit} end
 return {5, gen, want, c, w, limit}
 `)
@@ -262,7 +258,7 @@ func (s *Store) Authenticate(ctx context.Context, a Attempt) (Authentication, er
 	r, err := authenticateScript.Run(ctx, s.rdb,
 		[]string{s.clientKey(a.ClientID), s.tokenLogKey(a.ClientID), s.failureLogKey(a.ClientID, a.Address)},
 		string(d[:]), hex.EncodeToString(d[:]), mode, want, ratelimit.NowArg(a.Now), Window.Milliseconds(),
-		a.FailureLimit, ratelimit.Member()).Int64Slice()
+		a.FailureLimit).Int64Slice()
 	if err != nil || len(r) == 0 {
 		return Authentication{}, unavailable("authenticate", fmt.Errorf("%v %v", err, r))
 	}
@@ -306,11 +302,11 @@ func knownScopes(names []string) bool {
 // admitAPIScript checks a token's client state and counts the API request,
 // returning what GET /api/v1/me/ shows. KEYS: record, API log. ARGV:
 // generation, now_ms, member, window_ms.
-var admitAPIScript = redis.NewScript(ratelimit.SlidingLogLua + `
+var admitAPIScript = redis.NewScript(ratelimit.WindowLua + `
 local st = redis.call('HMGET', KEYS[1], 'status', 'generation', 'rate_limit', 'name', 'audience', 'org_name', 'org_slug', 'environment')
 if st[1] ~= 'active' or st[2] ~= ARGV[1] then return {0} end
 local limit = tonumber(st[3]) or 120
-local a, c, w = sliding_log(KEYS[2], limit, tonumber(ARGV[4]), tonumber(ARGV[2]), ARGV[3])
+local a, c, w = window_limit(KEYS[2], limit, tonumber(ARGV[3]), tonumber(ARGV[2]))
 return {2 - a, c, w, limit, st[4], st[5], st[6], st[7], st[8]}
 `)
 
@@ -337,7 +333,7 @@ type APIAdmission struct {
 // under its per-minute limit, counted across every replica.
 func (s *Store) AdmitAPI(ctx context.Context, id string, generation int64, now func() time.Time) (APIAdmission, error) {
 	r, err := admitAPIScript.Run(ctx, s.rdb, []string{s.clientKey(id), s.apiLogKey(id)},
-		generation, ratelimit.NowArg(now), ratelimit.Member(), Window.Milliseconds()).Slice()
+		generation, ratelimit.NowArg(now), Window.Milliseconds()).Slice()
 	if err != nil {
 		return APIAdmission{}, unavailable("admit API request", err)
 	}

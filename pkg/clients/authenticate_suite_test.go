@@ -147,12 +147,14 @@ func testTokenLimit(t *testing.T, e *env) {
 		wait       time.Duration
 		retryAfter int64
 	}{
-		{0, clients.TokenLimited, 30, time.Minute, 60},
-		{10500 * time.Millisecond, clients.TokenLimited, 30, 49500 * time.Millisecond, 50},
-		{59 * time.Second, clients.TokenLimited, 30, time.Second, 1},
-		{time.Minute - time.Millisecond, clients.TokenLimited, 30, time.Millisecond, 1},
-		// The first 30 leave the window exactly 60 s after they entered it.
-		{time.Minute, clients.Authenticated, 1, time.Minute, 60},
+		// The first 30 (at .535 s) count until their second has left the
+		// minute: until +60.464 s.
+		{0, clients.TokenLimited, 30, 60464 * time.Millisecond, 61},
+		{10500 * time.Millisecond, clients.TokenLimited, 30, 49964 * time.Millisecond, 50},
+		{59 * time.Second, clients.TokenLimited, 30, 1464 * time.Millisecond, 2},
+		{time.Minute, clients.TokenLimited, 30, 464 * time.Millisecond, 1},
+		{60463 * time.Millisecond, clients.TokenLimited, 30, time.Millisecond, 1},
+		{60464 * time.Millisecond, clients.Authenticated, 1, time.Minute, 60},
 	}
 	for _, tc := range tests {
 		e.clock.Set(t0.Add(tc.at))
@@ -239,8 +241,9 @@ func testFailureBudget(t *testing.T, e *env) {
 		if a.Outcome != clients.TooManyFailures {
 			t.Fatalf("past the budget: %+v, want TooManyFailures", a)
 		}
-		// The oldest failure, at t0, frees a slot at t0+60s.
-		if want := t0.Add(time.Minute).Sub(e.clock.Now()); a.Decision.Wait != want {
+		// The oldest failure, at t0, frees a slot when its second has
+		// left the minute.
+		if want := t0.Add(firstWait(t0)).Sub(e.clock.Now()); a.Decision.Wait != want {
 			t.Fatalf("TooManyFailures wait = %v, want %v", a.Decision.Wait, want)
 		}
 	}
@@ -259,7 +262,7 @@ func testFailureBudget(t *testing.T, e *env) {
 	if a := try(clients.NewClientID(), "x", testAddr); a.Outcome != clients.BadCredentials {
 		t.Fatalf("unknown id from the failing address: %+v", a)
 	}
-	e.clock.Set(t0.Add(time.Minute))
+	e.clock.Set(t0.Add(firstWait(t0)))
 	if a := try(c.ID, secret, testAddr); a.Outcome != clients.Authenticated {
 		t.Fatalf("right secret once a slot is free: %+v", a)
 	}

@@ -34,8 +34,11 @@
 //
 // A client id is "svc_" followed by 24 characters of the lower-case RFC 4648
 // base32 alphabet (a-z, 2-7): 120 random bits. A secret is "svc_cs_"
-// followed by 43 characters of the base64url alphabet (A-Z, a-z, 0-9, "-",
-// "_"; RFC 4648 section 5): 256 random bits. Both come from crypto/rand.
+// followed by 43 base62 characters (0-9, A-Z, a-z): 37 random ones (220
+// bits) and a 6-character CRC-32 checksum of them, so a leaked secret can
+// be recognised offline (see SecretPattern and ValidSecret). Both come from
+// crypto/rand. Secrets issued before the checksum were 43 base64url
+// characters (LegacySecret).
 // Only the SHA-256 digest of a secret is stored; a secret of 256 random bits
 // needs no slow hash, and checking it costs well under a microsecond.
 package clients

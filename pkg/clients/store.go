@@ -48,10 +48,13 @@ func NewStore(rdb redis.UniversalClient, prefix string, now func() time.Time) *S
 
 func (s *Store) clientKey(id string) string   { return s.prefix + "{" + id + "}:client" }
 func (s *Store) clientAudit(id string) string { return s.prefix + "{" + id + "}:audit" }
-func (s *Store) apiLogKey(id string) string   { return s.prefix + "{" + id + "}:rl:api" }
-func (s *Store) tokenLogKey(id string) string { return s.prefix + "{" + id + "}:rl:token" }
+
+// Request counts (package ratelimit's windows; "rw", not the sliding
+// logs' "rl" of earlier versions, whose keys were sorted sets).
+func (s *Store) apiLogKey(id string) string   { return s.prefix + "{" + id + "}:rw:api" }
+func (s *Store) tokenLogKey(id string) string { return s.prefix + "{" + id + "}:rw:token" }
 func (s *Store) failureLogKey(id, address string) string {
-	return s.prefix + "{" + id + "}:rl:fail:" + address
+	return s.prefix + "{" + id + "}:rw:fail:" + address
 }
 func (s *Store) orgKey(slug string) string   { return s.prefix + "{org:" + slug + "}:org" }
 func (s *Store) orgAudit(slug string) string { return s.prefix + "{org:" + slug + "}:audit" }

@@ -75,10 +75,10 @@
 // Redis's struct and cmsgpack libraries and BITFIELD would shorten the code,
 // but miniredis, the in-process Redis, has none of them.
 //
-// SlidingLogLua, the exact sliding log of one sorted-set member per admitted
-// request, is deprecated: its memory and Redis CPU grow with the traffic. It
-// stays while pkg/clients embeds it. The two structures live under
-// different key types (a sorted set, a string): switching a caller over
-// needs new key names, or both versions of the service would fail on each
-// other's keys (WRONGTYPE) during a rolling deploy.
+// The exact sliding log this package kept before (one sorted-set member per
+// admitted request) is gone: its memory and Redis CPU grew with the
+// traffic. The two structures live under different key types (a sorted
+// set, a string), so pkg/clients counts under new key names ("rw" for
+// "rl"): during a rolling deploy neither version fails on the other's keys
+// (WRONGTYPE).
 package ratelimit

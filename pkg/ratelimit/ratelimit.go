@@ -2,52 +2,11 @@ package ratelimit
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
-
-// SlidingLogLua defines the Lua function
-//
-//	sliding_log(key, limit, window_ms, now_ms, member) -> allowed, count, wait_ms
-//
-// It drops entries older than the window, admits the request when fewer than
-// limit remain (adding member at now_ms), and refreshes the key's TTL to the
-// window so that idle keys expire. count is the number of admitted requests in
-// the window including this one when allowed; wait_ms is how long until the
-// oldest entry leaves the window (0 when allowed). now_ms < 0 means "use the
-// Redis server's clock", one clock for every replica.
-//
-// Deprecated: its memory and Redis CPU grow with the limit and the traffic
-// (one sorted-set member per admitted request); use WindowLua. Kept while
-// pkg/clients still embeds it.
-const SlidingLogLua = `
-local function now_millis(now_ms)
-  if now_ms >= 0 then return now_ms end
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-
-local function sliding_log(key, limit, window_ms, now_ms, member)
-  now_ms = now_millis(now_ms)
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', now_ms - window_ms)
-  local count = redis.call('ZCARD', key)
-  if count < limit then
-    redis.call('ZADD', key, now_ms, member)
-    redis.call('PEXPIRE', key, window_ms)
-    local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
-    return 1, count + 1, tonumber(oldest[2]) + window_ms - now_ms
-  end
-  local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
-  local wait = window_ms
-  if oldest[2] then wait = tonumber(oldest[2]) + window_ms - now_ms end
-  if wait < 1 then wait = 1 end
-  return 0, count, wait
-end
-`
 
 // Decision is the outcome of one counted request.
 type Decision struct {
@@ -91,16 +50,6 @@ func NowArg(now func() time.Time) int64 {
 		return -1
 	}
 	return now().UnixMilli()
-}
-
-// Member returns a unique sorted-set member for one request of
-// SlidingLogLua.
-//
-// Deprecated: WindowLua needs no member.
-func Member() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+).
-	return hex.EncodeToString(b[:])
 }
 
 var limiterScript = redis.NewScript(WindowLua + `

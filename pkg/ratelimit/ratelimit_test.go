@@ -1,8 +1,7 @@
 package ratelimit_test
 
 import (
-	"regexp"
-	"slices"
+	"os"
 	"testing"
 	"time"
 
@@ -18,10 +17,12 @@ type fakeClock = testclock.Clock
 
 var t0 = time.Date(2031, 3, 14, 15, 9, 26, 535_000_000, time.UTC)
 
-// eachBackend runs fn against the real test Redis and a miniredis, each
-// with its own key prefix.
+func TestMain(m *testing.M) { os.Exit(redistest.RunMain(m)) }
+
+// eachBackend runs fn against the real test Redis, a miniredis, a Redis
+// Cluster and a Sentinel group, each with its own key prefix.
 func eachBackend(t *testing.T, fn func(t *testing.T, rdb redis.UniversalClient, prefix string)) {
-	for _, b := range redistest.Backends(t) {
+	for _, b := range redistest.AllBackends(t) {
 		t.Run(b.Name, func(t *testing.T) {
 			fn(t, b.Client, redistest.Prefix(t, b.Client))
 		})
@@ -141,7 +142,7 @@ func TestBursts(t *testing.T) {
 	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		clk := testclock.New(time.Time{})
 		l := ratelimit.NewLimiter(rdb, limit, time.Minute, clk.Now)
-		m := newWindowModel(limit, time.Minute)
+		m := ratelimit.NewModel(limit, time.Minute)
 		var admitted []time.Time
 		for i, at := range schedule {
 			clk.Set(at)
@@ -149,7 +150,7 @@ func TestBursts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := m.decide(at.UnixMilli()); got != want {
+			if want := m.DecideMS(at.UnixMilli()); got != want {
 				t.Fatalf("request %d at +%v: %+v, want %+v", i, at.Sub(tAligned), got, want)
 			}
 			if got.Allowed {
@@ -252,21 +253,5 @@ func TestFromScript(t *testing.T) {
 		if ratelimit.FromScript(a, 1, 1).Allowed {
 			t.Errorf("FromScript(%d, ...) is allowed; only 1 means allowed", a)
 		}
-	}
-}
-
-func TestMember(t *testing.T) {
-	re := regexp.MustCompile(`^[0-9a-f]{24}$`)
-	var seen []string
-	for range 1000 {
-		m := ratelimit.Member()
-		if !re.MatchString(m) {
-			t.Fatalf("Member() = %q", m)
-		}
-		seen = append(seen, m)
-	}
-	slices.Sort(seen)
-	if len(slices.Compact(seen)) != 1000 {
-		t.Fatal("Member() repeated a value")
 	}
 }

@@ -15,67 +15,6 @@ import (
 	"github.com/partnerapi/authplatform/pkg/testclock"
 )
 
-// windowModel is the reference for WindowLua: a plain list of the admitted
-// requests' times (ms), and the bucket arithmetic of the package
-// documentation applied to it.
-type windowModel struct {
-	limit, window, bucket int64
-	admitted              []int64 // ascending
-}
-
-func newWindowModel(limit int64, window time.Duration) *windowModel {
-	w := window.Milliseconds()
-	return &windowModel{limit: limit, window: w, bucket: (w + ratelimit.Buckets - 1) / ratelimit.Buckets}
-}
-
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if a%b != 0 && (a < 0) != (b < 0) {
-		q--
-	}
-	return q
-}
-
-// now is the time the limiter decides at: a key's time never runs back.
-func (m *windowModel) now(at int64) int64 {
-	if n := len(m.admitted); n > 0 && m.admitted[n-1] > at {
-		return m.admitted[n-1]
-	}
-	return at
-}
-
-// counted is the admitted requests whose bucket overlaps (now-window, now].
-func (m *windowModel) counted(now int64) []int64 {
-	j0 := floorDiv(now-m.window+1, m.bucket)
-	i, _ := slices.BinarySearch(m.admitted, j0*m.bucket)
-	return m.admitted[i:]
-}
-
-// leaves is when a request admitted at t stops being counted: when its
-// whole bucket has left the window.
-func (m *windowModel) leaves(t int64) int64 {
-	return (floorDiv(t, m.bucket)+1)*m.bucket + m.window - 1
-}
-
-func (m *windowModel) decide(at int64) ratelimit.Decision {
-	now := m.now(at)
-	in := m.counted(now)
-	n := int64(len(in))
-	if n < m.limit {
-		oldest := now
-		if n > 0 {
-			oldest = in[0]
-		}
-		m.admitted = append(m.admitted, now)
-		return ratelimit.Decision{Allowed: true, Count: n + 1, Wait: ms(m.leaves(oldest) - now)}
-	}
-	if m.limit <= 0 {
-		return ratelimit.Decision{Count: n, Wait: ms(m.window)}
-	}
-	// Admitted again once the limit-th newest request has left.
-	return ratelimit.Decision{Count: n, Wait: ms(m.leaves(in[n-m.limit]) - now)}
-}
-
 func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
 
 // exactCount is the number of admitted requests in (to-length, to].
@@ -150,8 +89,9 @@ func runWindowCase(t *testing.T, rdb redis.UniversalClient, key string, c window
 	r := rand.New(rand.NewPCG(c.seed, ^c.seed))
 	clk := testclock.New(c.start)
 	l := ratelimit.NewLimiter(rdb, c.limit, c.window, clk.Now)
-	m := newWindowModel(c.limit, c.window)
-	w, b := m.window, m.bucket
+	m := ratelimit.NewModel(c.limit, c.window)
+	w := c.window.Milliseconds()
+	b := (w + ratelimit.Buckets - 1) / ratelimit.Buckets
 	at := c.start.UnixMilli()
 	refused := 0
 	ask := func(when int64, why string) ratelimit.Decision {
@@ -161,9 +101,9 @@ func runWindowCase(t *testing.T, rdb redis.UniversalClient, key string, c window
 		if err != nil {
 			t.Fatalf("%v: Allow: %v", c, err)
 		}
-		now := m.now(when)
-		before := slices.Clone(m.admitted)
-		if want := m.decide(when); got != want {
+		now := m.NowMS(when)
+		before := slices.Clone(m.Admitted())
+		if want := m.DecideMS(when); got != want {
 			t.Fatalf("%v: %s at +%d ms: %+v, want %+v", c, why, when-c.start.UnixMilli(), got, want)
 		}
 		if !got.Allowed && c.limit > 0 {
@@ -194,7 +134,7 @@ func runWindowCase(t *testing.T, rdb redis.UniversalClient, key string, c window
 		if d.Allowed || c.limit <= 0 || r.IntN(3) != 0 {
 			continue
 		}
-		now := m.now(at)
+		now := m.NowMS(at)
 		switch r.IntN(2) {
 		case 0: // probe the exact wait
 			if again := ask(now+d.Wait.Milliseconds()-1, "a request 1 ms before the wait"); again.Allowed {
@@ -208,7 +148,7 @@ func runWindowCase(t *testing.T, rdb redis.UniversalClient, key string, c window
 			t.Fatalf("%v: refused at +%d ms after waiting %v (Retry-After %d)", c, at-now, d.Wait, d.RetryAfterSeconds())
 		}
 	}
-	if n := maxInAnyWindow(times(m.admitted), c.window); int64(n) > c.limit {
+	if n := maxInAnyWindow(times(m.Admitted()), c.window); int64(n) > c.limit {
 		t.Fatalf("%v: %d admitted in one window, limit %d", c, n, c.limit)
 	}
 	return refused
@@ -371,75 +311,6 @@ func TestWindowChange(t *testing.T) {
 		}
 		if d, err := b.Allow(t.Context(), prefix+"k"); err != nil || d.Allowed || d.Count != 4 {
 			t.Fatalf("after the change: %+v, %v; want refused at 4", d, err)
-		}
-	})
-}
-
-// model is the reference sliding log: a request at now is admitted when
-// fewer than limit admitted requests lie in (now-window, now].
-type model struct {
-	limit    int64
-	window   time.Duration
-	admitted []time.Time
-}
-
-func (m *model) decide(now time.Time) ratelimit.Decision {
-	var in []time.Time
-	for _, a := range m.admitted {
-		if now.Sub(a) < m.window {
-			in = append(in, a)
-		}
-	}
-	if int64(len(in)) < m.limit {
-		m.admitted = append(m.admitted, now)
-		oldest := now
-		if len(in) > 0 {
-			oldest = in[0]
-		}
-		return ratelimit.Decision{Allowed: true, Count: int64(len(in)) + 1, Wait: oldest.Add(m.window).Sub(now)}
-	}
-	return ratelimit.Decision{Allowed: false, Count: int64(len(in)), Wait: max(in[0].Add(m.window).Sub(now), time.Millisecond)}
-}
-
-// TestSlidingLog: the deprecated SlidingLogLua, still embedded by
-// pkg/clients, keeps its exact sliding log.
-func TestSlidingLog(t *testing.T) {
-	script := redis.NewScript(ratelimit.SlidingLogLua + `
-return {sliding_log(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4])}`)
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	r := rand.New(rand.NewPCG(seed, ^seed))
-	var schedule []time.Time
-	at := t0
-	for range 400 {
-		switch p := r.IntN(10); {
-		case p < 3:
-		case p < 8:
-			at = at.Add(time.Duration(r.IntN(800)) * time.Millisecond)
-		default:
-			at = at.Add(time.Duration(r.IntN(30_000)) * time.Millisecond)
-		}
-		schedule = append(schedule, at)
-	}
-	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
-		const limit = 10
-		m := &model{limit: limit, window: time.Minute}
-		var admitted []time.Time
-		for i, at := range schedule {
-			v, err := script.Run(t.Context(), rdb, []string{prefix + "log"}, limit, 60_000, at.UnixMilli(), ratelimit.Member()).Int64Slice()
-			if err != nil || len(v) != 3 {
-				t.Fatalf("sliding_log: %v, %v", v, err)
-			}
-			got := ratelimit.FromScript(v[0], v[1], v[2])
-			if want := m.decide(at); got != want {
-				t.Fatalf("request %d at +%v: %+v, want %+v", i, at.Sub(t0), got, want)
-			}
-			if got.Allowed {
-				admitted = append(admitted, at)
-			}
-		}
-		if n := maxInAnyWindow(admitted, time.Minute); n != limit {
-			t.Fatalf("at most %d admitted in any minute, want exactly the limit %d", n, limit)
 		}
 	})
 }

@@ -31,8 +31,9 @@
 // # Rate limits
 //
 // Each client may make rate_limit_per_minute requests (default 120) in any
-// 60 seconds, counted in Redis across every replica (a sliding log, package
-// ratelimit); a limit changed with "authserver clients set-rate-limit"
+// 60 seconds, counted in Redis across every replica (one-second buckets,
+// package ratelimit: the oldest second counts in full, so RateLimit-Reset
+// may say up to 61); a limit changed with "authserver clients set-rate-limit"
 // applies from the next request. Past it the answer is 429 with
 // Retry-After: 60 (spec: Limits). Every answer to an admitted or
 // rate-limited request carries the rate-limit fields of the IETF httpapi

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
@@ -26,16 +27,24 @@ type document struct {
 	body        []byte
 	contentType string
 	etag        string
+	// templated: the body still holds apidocs.BaseURLPlaceholder (no
+	// --base-url was configured), filled in per request (publicBase).
+	templated bool
 }
 
 func newDocument(body []byte, contentType string) document {
-	sum := sha256.Sum256(body)
 	return document{
 		body:        body,
 		contentType: contentType,
-		// A strong validator (RFC 9110 section 8.8.3): the content's hash.
-		etag: `"` + base64.RawURLEncoding.EncodeToString(sum[:16]) + `"`,
+		etag:        etagOf(body),
+		templated:   bytes.Contains(body, []byte(apidocs.BaseURLPlaceholder)),
 	}
+}
+
+// etagOf is a strong validator (RFC 9110 section 8.8.3): the content's hash.
+func etagOf(body []byte) string {
+	sum := sha256.Sum256(body)
+	return `"` + base64.RawURLEncoding.EncodeToString(sum[:16]) + `"`
 }
 
 // docSet is every documentation answer, rendered once at start-up.
@@ -67,11 +76,11 @@ func (s *server) openAPI(c *gin.Context) {
 		s.fail(c, fmt.Errorf("%w: format=%q", errBadFormat, f))
 		return
 	}
-	serveDocument(c, s.docs.openAPI)
+	s.serveDocument(c, s.docs.openAPI)
 }
 
-func (s *server) llmsTxt(c *gin.Context)     { serveDocument(c, s.docs.llms) }
-func (s *server) llmsFullTxt(c *gin.Context) { serveDocument(c, s.docs.llmsFull) }
+func (s *server) llmsTxt(c *gin.Context)     { s.serveDocument(c, s.docs.llms) }
+func (s *server) llmsFullTxt(c *gin.Context) { s.serveDocument(c, s.docs.llmsFull) }
 
 // docsPage serves /docs/<page>.md, as linked from /llms.txt.
 func (s *server) docsPage(c *gin.Context) {
@@ -81,14 +90,45 @@ func (s *server) docsPage(c *gin.Context) {
 		s.fail(c, errNotFound)
 		return
 	}
-	serveDocument(c, d)
+	s.serveDocument(c, d)
+}
+
+// publicBase is the base URL the request was sent to, for documents served
+// without a configured one: the scheme and host a trusted proxy forwarded
+// (X-Forwarded-Proto, X-Forwarded-Host), else the connection's and the Host
+// header's. An address that is not a plain http(s) URL is not used ("").
+func (s *server) publicBase(r *http.Request) string {
+	scheme, host := "http", r.Host
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	if s.cfg.TrustedProxies.FromProxy(r) {
+		if p := r.Header.Get("X-Forwarded-Proto"); p == "http" || p == "https" {
+			scheme = p
+		}
+		if h := r.Header.Get("X-Forwarded-Host"); h != "" {
+			host = h
+		}
+	}
+	base := scheme + "://" + host
+	if host == "" || strings.ContainsAny(host, "/?#@") || !apidocs.ValidBaseURL(base) {
+		return ""
+	}
+	return base
 }
 
 // serveDocument answers d with its validator and cache lifetime, or 304 Not
 // Modified when the client's If-None-Match holds its entity tag (RFC 9110
-// section 13.1.2).
-func serveDocument(c *gin.Context, d document) {
+// section 13.1.2). A templated document gets the request's base URL first.
+func (s *server) serveDocument(c *gin.Context, d document) {
 	h := c.Writer.Header()
+	if d.templated {
+		h.Set("Vary", "X-Forwarded-Host, X-Forwarded-Proto")
+		if base := s.publicBase(c.Request); base != "" {
+			d.body = apidocs.ReplaceBaseURL(d.body, base)
+			d.etag = etagOf(d.body)
+		}
+	}
 	h.Set("Cache-Control", docsCacheControl)
 	h.Set("ETag", d.etag)
 	if etagMatch(c.Request.Header.Values("If-None-Match"), d.etag) {

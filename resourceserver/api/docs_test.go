@@ -6,8 +6,69 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"strings"
 	"testing"
+
+	"github.com/partnerapi/authplatform/pkg/clientip"
+	"github.com/partnerapi/authplatform/resourceserver/apidocs"
 )
+
+// TestDocsBaseURL: {base_url} in the documents is the configured public
+// base URL, else the address the request was sent to, as a trusted proxy
+// forwarded it; a forged or malformed address is never written into them.
+func TestDocsBaseURL(t *testing.T) {
+	f := newFixture(t)
+	trust, err := clientip.ParseTrust("192.0.2.1/32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := f.config()
+	cfg.TrustedProxies = trust
+	s := newServer(nil, cfg, f.deps())
+	tests := []struct {
+		name, remote, host, fwdHost, fwdProto, want string
+	}{
+		{"Host header", "198.51.100.7:1234", "api.partner.test:8443", "", "", "http://api.partner.test:8443"},
+		{"trusted proxy", "192.0.2.1:1234", "backend:8081", "api.partner.test", "https", "https://api.partner.test"},
+		{"untrusted forwarded headers", "198.51.100.7:1234", "backend:8081", "evil.test", "https", "http://backend:8081"},
+		{"malformed forwarded host", "192.0.2.1:1234", "backend:8081", "evil.test/'x", "https", apidocs.BaseURLPlaceholder},
+		{"forwarded proto other than http(s)", "192.0.2.1:1234", "backend:8081", "", "javascript", "http://backend:8081"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := httptest.NewRequest(http.MethodGet, "/docs/quickstart.md", nil)
+			req.RemoteAddr, req.Host = tt.remote, tt.host
+			if tt.fwdHost != "" {
+				req.Header.Set("X-Forwarded-Host", tt.fwdHost)
+			}
+			if tt.fwdProto != "" {
+				req.Header.Set("X-Forwarded-Proto", tt.fwdProto)
+			}
+			rec := serve(s.engine, req)
+			body := rec.Body.String()
+			if !strings.Contains(body, "export BASE_URL='"+tt.want+"'") || rec.Header().Get("Vary") != "X-Forwarded-Host, X-Forwarded-Proto" {
+				t.Errorf("base URL not %q (Vary %q):\n%.600s", tt.want, rec.Header().Get("Vary"), body)
+			}
+		})
+	}
+	// A configured base URL is written in once: no Vary.
+	docs, err := apidocs.New("https://partners.example.org/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deps := f.deps()
+	deps.Docs = docs
+	fixed := newServer(nil, f.config(), deps)
+	for _, path := range []string{"/docs/quickstart.md", "/llms-full.txt", "/llms.txt", "/api/v1/schema/"} {
+		rec := serve(fixed.engine, httptest.NewRequest(http.MethodGet, path, nil))
+		if b := rec.Body.String(); strings.Contains(b, apidocs.BaseURLPlaceholder) || rec.Header().Get("Vary") != "" {
+			t.Errorf("%s: placeholder left or Vary %q", path, rec.Header().Get("Vary"))
+		}
+	}
+	if b := serve(fixed.engine, httptest.NewRequest(http.MethodGet, "/llms.txt", nil)).Body.String(); !strings.Contains(b, "https://partners.example.org/docs/quickstart.md") {
+		t.Errorf("llms.txt links are not absolute:\n%s", b)
+	}
+}
 
 func TestDocs(t *testing.T) {
 	f := newFixture(t)
@@ -32,8 +93,10 @@ func TestDocs(t *testing.T) {
 		t.Run(tt.path, func(t *testing.T) {
 			req := httptest.NewRequest(http.MethodGet, tt.path, nil)
 			rec := serve(s.engine, req)
-			if rec.Code != http.StatusOK || !bytes.Equal(rec.Body.Bytes(), tt.body) {
-				t.Fatalf("%d, body of %d bytes, want %d", rec.Code, rec.Body.Len(), len(tt.body))
+			// No --base-url: {base_url} is the address the request was sent to.
+			want := apidocs.ReplaceBaseURL(tt.body, "http://example.com")
+			if rec.Code != http.StatusOK || !bytes.Equal(rec.Body.Bytes(), want) {
+				t.Fatalf("%d, body of %d bytes, want %d", rec.Code, rec.Body.Len(), len(want))
 			}
 			wantHeader(t, rec, map[string]string{
 				"Content-Type":    tt.contentType,
@@ -68,6 +131,7 @@ func TestDocs(t *testing.T) {
 		req := httptest.NewRequest(http.MethodGet, "/docs/"+p.Name+".md", nil)
 		rec := serve(s.engine, req)
 		want, _ := f.docs.Page(p.Name)
+		want = apidocs.ReplaceBaseURL(want, "http://example.com")
 		if rec.Code != http.StatusOK || !bytes.Equal(rec.Body.Bytes(), want) {
 			t.Errorf("/docs/%s.md: %d", p.Name, rec.Code)
 		}

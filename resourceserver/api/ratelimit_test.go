@@ -16,12 +16,18 @@ import (
 const detailRateLimited = "rate limit exceeded; retry after the time in Retry-After"
 
 // The 121st request within a minute answers 429 whichever replica it hits;
-// a minute after the first request, requests are admitted again.
+// once the first second's requests have left the minute (package ratelimit
+// counts whole one-second buckets), as many are admitted again.
 func TestRateLimitAcrossReplicas(t *testing.T) {
 	f := newFixture(t)
 	replicas := []*server{f.server(), f.server()}
 	c := f.client("st-marys", clients.EnvironmentLive, clients.AudienceHospital)
 	tok := f.token(c, "")
+	// The first request counts until its second has left the minute.
+	leaves := f.clock.Now().Truncate(time.Second).Add(61*time.Second - time.Millisecond)
+	resetAt := func() string {
+		return strconv.FormatInt(int64((leaves.Sub(f.clock.Now())+time.Second-1)/time.Second), 10)
+	}
 
 	for i := range 120 {
 		rec := doGet(t, replicas[i%2].engine, "/api/v1/me/", tok)
@@ -31,9 +37,9 @@ func TestRateLimitAcrossReplicas(t *testing.T) {
 		wantHeader(t, rec, map[string]string{
 			"RateLimit-Limit":     "120",
 			"RateLimit-Remaining": strconv.Itoa(119 - i),
-			// Whole seconds (rounded up) until the first request is a
-			// minute old.
-			"RateLimit-Reset": strconv.Itoa((60_000 - i*100 + 999) / 1000),
+			// Whole seconds (rounded up) until the first request's second
+			// has left the minute.
+			"RateLimit-Reset": resetAt(),
 		})
 		f.clock.Add(100 * time.Millisecond) // 120 requests in 12 seconds
 	}
@@ -46,25 +52,31 @@ func TestRateLimitAcrossReplicas(t *testing.T) {
 			"Retry-After":         "60",
 			"RateLimit-Limit":     "120",
 			"RateLimit-Remaining": "0",
-			// The first request leaves the window 48 s from now.
-			"RateLimit-Reset":  "48",
-			"Cache-Control":    "no-store",
-			"WWW-Authenticate": "",
+			"RateLimit-Reset":     resetAt(),
+			"Cache-Control":       "no-store",
+			"WWW-Authenticate":    "",
 		})
 		f.validate(req, rec)
 		if t.Failed() {
 			t.Fatalf("replica %d", i)
 		}
 	}
-	// Just before the first request is a minute old: still refused.
-	f.clock.Add(48*time.Second - time.Millisecond)
+	// Just before the first second has left the minute: still refused.
+	f.clock.Set(leaves.Add(-time.Millisecond))
 	if rec := doGet(t, replicas[0].engine, "/api/v1/me/", tok); rec.Code != http.StatusTooManyRequests {
-		t.Fatalf("59.999 s after the first request: %d", rec.Code)
+		t.Fatalf("1 ms before the first second has left: %d", rec.Code)
 	}
-	// A minute after it: one request more is admitted, then refused again.
-	f.clock.Add(time.Millisecond)
-	if rec := doGet(t, replicas[1].engine, "/api/v1/me/", tok); rec.Code != http.StatusOK {
-		t.Fatalf("60 s after the first request: %d %s", rec.Code, rec.Body)
+	// Then the requests of the first request's second are gone: as many
+	// are admitted again, then refused.
+	f.clock.Set(leaves)
+	n := 0
+	for ; n < 20; n++ {
+		if rec := doGet(t, replicas[n%2].engine, "/api/v1/me/", tok); rec.Code != http.StatusOK {
+			break
+		}
+	}
+	if n == 0 || n > 10 {
+		t.Fatalf("%d requests admitted when the first second left; want 1 to 10 (that second's)", n)
 	}
 	if rec := doGet(t, replicas[0].engine, "/api/v1/me/", tok); rec.Code != http.StatusTooManyRequests {
 		t.Fatalf("then: %d", rec.Code)
@@ -120,10 +132,20 @@ func TestRateLimitSlidingWindow(t *testing.T) {
 			t.Fatalf("%d requests admitted in the 60 s up to %s, limit %d", n, at.Sub(start), limit)
 		}
 	}
-	// ...and a request is refused only when the limit is reached.
+	// ...and a request is refused only when the limit is reached, counting
+	// the oldest second in full (package ratelimit's one-second buckets).
+	counted := func(at time.Time) int {
+		n := 0
+		for _, a := range admitted {
+			if !a.After(at) && at.Before(a.Truncate(time.Second).Add(61*time.Second)) {
+				n++
+			}
+		}
+		return n
+	}
 	for _, at := range refused {
-		if n := inWindow(at); n != limit {
-			t.Fatalf("refused at %s with %d admitted in the minute before, limit %d", at.Sub(start), n, limit)
+		if n := counted(at); n < limit {
+			t.Fatalf("refused at %s with %d admitted in the minute and second before, limit %d", at.Sub(start), n, limit)
 		}
 	}
 	t.Logf("%d admitted, %d refused over 5 minutes", len(admitted), len(refused))

@@ -40,8 +40,8 @@ type page struct {
 // guides lists the hand-written pages in the order of llms.txt. Each Name is
 // the file guides/<Name>.md, whose first line is "# <Title>".
 var guides = []struct{ name, description string }{
-	{"quickstart", "Get a token with curl or Go (golang.org/x/oauth2/clientcredentials) and call GET /api/v1/me/."},
-	{"authentication", "Client credentials grant, HTTP Basic or form fields, token lifetime, caching and renewal, retrying on 401 and 429."},
+	{"quickstart", "Get a token with curl or the Go SDK (pkg/partnerclient) and call GET /api/v1/me/."},
+	{"authentication", "Client credentials and the secret format, the token format (svc_at_ + RFC 9068 JWT), caching and renewal, retrying on 401, 429 and 5xx, RFC 8414 metadata (no OIDC discovery)."},
 	{"scopes-and-audiences", "The four scopes, the partner audiences, and the rules that decide which scopes a token carries."},
 	{"errors", "The OAuth error format of the token endpoint, the detail format of the API, every status code and what to do."},
 	{"rate-limits", "120 API requests and 30 token requests per minute per client, RateLimit-* and Retry-After headers."},
@@ -71,8 +71,10 @@ type Docs struct {
 // reference and the llms.txt files.
 //
 // baseURL is the public base address of the API, such as
-// "https://api.example.com", used for the links of llms.txt. Empty means
-// links relative to the host ("/docs/quickstart.md").
+// "https://api.example.com", used for the links of llms.txt and put in place
+// of every BaseURLPlaceholder. Empty means links relative to the host
+// ("/docs/quickstart.md") and placeholders left for the server to fill in
+// per request.
 func New(baseURL string) (*Docs, error) {
 	base, err := normalizeBaseURL(baseURL)
 	if err != nil {
@@ -119,7 +121,42 @@ func New(baseURL string) (*Docs, error) {
 
 	d.llms = d.renderLLMsTxt(base)
 	d.llmsFull = d.renderLLMsFullTxt(base)
+	if base != "" {
+		// Every example names the deployment's own address.
+		ph, b := []byte(BaseURLPlaceholder), []byte(base)
+		d.openAPI = bytes.ReplaceAll(d.openAPI, ph, b)
+		d.llms = bytes.ReplaceAll(d.llms, ph, b)
+		d.llmsFull = bytes.ReplaceAll(d.llmsFull, ph, b)
+		for i := range d.pages {
+			d.pages[i].body = bytes.ReplaceAll(d.pages[i].body, ph, b)
+		}
+	}
 	return d, nil
+}
+
+// BaseURLPlaceholder stands for the deployment's public base address in the
+// documents. New replaces it when given a base URL; otherwise the server
+// replaces it per request with the address the request was sent to
+// (ReplaceBaseURL).
+const BaseURLPlaceholder = "{base_url}"
+
+// ReplaceBaseURL returns body with every BaseURLPlaceholder replaced by
+// base, which must have passed ValidBaseURL.
+func ReplaceBaseURL(body []byte, base string) []byte {
+	return bytes.ReplaceAll(body, []byte(BaseURLPlaceholder), []byte(base))
+}
+
+// ValidBaseURL reports whether s is an absolute http(s) URL without
+// userinfo, query or fragment, made only of characters that cannot break
+// out of Markdown, JSON or a shell's single quotes.
+func ValidBaseURL(s string) bool {
+	for _, c := range s {
+		if c <= ' ' || c >= 0x7f || strings.ContainsRune("\"'`<>\\{}|^ ", c) {
+			return false
+		}
+	}
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.User == nil && u.RawQuery == "" && u.Fragment == "" && !u.ForceQuery
 }
 
 // normalizeBaseURL checks that s is empty or an absolute http(s) URL without
@@ -132,7 +169,7 @@ func normalizeBaseURL(s string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("apidocs: base URL: %w", err)
 	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || !ValidBaseURL(s) {
 		return "", fmt.Errorf("apidocs: base URL %q: want an absolute http or https URL without query or fragment", s)
 	}
 	return strings.TrimRight(s, "/"), nil

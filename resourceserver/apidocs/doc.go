@@ -9,6 +9,14 @@
 // reference can never disagree with the schema. A [Docs] is immutable after
 // [New] and safe for concurrent use.
 //
+// The documents say {base_url} (BaseURLPlaceholder) wherever the
+// deployment's address belongs: New writes the configured public base URL
+// in its place, or, without one, the resource server writes the address
+// each request was sent to. Every example answer in the guides and the
+// OpenAPI document is compared with the real servers' answer by
+// deploy/e2e/sdk (TestDocsEqualTheWire); a new example needs a scenario
+// there, and an unmarked example block fails that test.
+//
 // The package serves no HTTP itself: the resource server maps its routes to
 // [Docs.OpenAPIJSON], [Docs.LLMsTxt], [Docs.LLMsFullTxt] and [Docs.Page].
 // Tests of both servers check real answers against the document with

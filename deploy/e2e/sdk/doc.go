@@ -1,0 +1,16 @@
+// Package sdk tests the partner SDK (pkg/partnerclient) end to end against
+// the real servers: the token service (authserver/tokenserver) and the
+// resource server (resourceserver/api) run in-process over httptest, on the
+// real Redis (or a redis-server of the test's own that it kills), routed as
+// the edge proxy routes them. Nothing is mocked: the tests count the
+// requests on the wire and read the answers the servers really give.
+//
+// It also holds the documentation's check against the wire
+// (TestDocsEqualTheWire, TestOpenAPIRequestExamples): every example answer
+// of the guides and of the OpenAPI document is reproduced on the real
+// servers and compared (status, headers, body), and every documented curl
+// command and example request is sent as written.
+//
+// The package has tests only; pkg/partnerclient may not import the servers,
+// so its tests against them live here.
+package sdk

@@ -1,0 +1,234 @@
+package sdk
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/partnerapi/authplatform/authserver/tokenserver"
+	"github.com/partnerapi/authplatform/pkg/accesstoken"
+	"github.com/partnerapi/authplatform/pkg/clientip"
+	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/logging"
+	"github.com/partnerapi/authplatform/pkg/partnerclient"
+	"github.com/partnerapi/authplatform/pkg/redisconn"
+	"github.com/partnerapi/authplatform/pkg/redistest"
+	"github.com/partnerapi/authplatform/pkg/testclock"
+	"github.com/partnerapi/authplatform/resourceserver/api"
+	"github.com/partnerapi/authplatform/resourceserver/apidocs"
+)
+
+const (
+	issuer    = "https://auth.example.com"
+	audience  = "partner-api"
+	pathMe    = "/api/v1/me/"
+	tokenPath = "/api/v1/oauth/token/"
+)
+
+// syncBuffer is a log sink written by the servers while a test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// stack is both servers on one httptest server, routed as the edge routes
+// them, with a count of the requests each path received.
+type stack struct {
+	t      testing.TB
+	rdb    redis.UniversalClient
+	store  *clients.Store
+	url    string
+	logs   *syncBuffer
+	tokens atomic.Int64 // requests that reached the token endpoint
+	api    atomic.Int64 // requests that reached /api/v1/me/
+	// serverNow is the token clock of both servers (iat, exp, expiry).
+	serverNow *testclock.Clock
+	// rate is the clock of every rate limit.
+	rate *testclock.Clock
+
+	mu      sync.Mutex
+	answers []answer // every answer, in order
+}
+
+// answer is what the servers answered one request.
+type answer struct {
+	Path       string
+	Status     int
+	RetryAfter string
+}
+
+type stackOption func(*stackCfg)
+
+type stackCfg struct {
+	rdb   redis.UniversalClient
+	trust clientip.Trust
+}
+
+// trusting makes the servers believe X-Forwarded-For from loopback, so a
+// test can speak from many client addresses.
+func trusting() stackOption {
+	return func(c *stackCfg) {
+		c.trust, _ = clientip.ParseTrust("127.0.0.1/32")
+	}
+}
+
+// onRedis runs the stack on rdb instead of the shared test Redis.
+func onRedis(rdb redis.UniversalClient) stackOption { return func(c *stackCfg) { c.rdb = rdb } }
+
+func newStack(t testing.TB, opts ...stackOption) *stack {
+	t.Helper()
+	var cfg stackCfg
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.rdb == nil {
+		cfg.rdb = redistest.Client(t)
+	}
+	now := time.Now().UTC().Truncate(time.Second)
+	s := &stack{t: t, rdb: cfg.rdb, logs: &syncBuffer{}, serverNow: testclock.New(now), rate: testclock.New(now)}
+	prefix := redistest.Prefix(t, s.rdb)
+	s.store = clients.NewStore(s.rdb, prefix, nil)
+	key, err := accesstoken.GenerateKey(accesstoken.AlgEdDSA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := accesstoken.NewKeySet(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger, err := logging.New(s.logs, "debug")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := s.rdb
+	auth, err := tokenserver.NewServer(logger, tokenserver.Config{
+		Issuer: issuer, Audience: audience, Now: s.serverNow.Now, RateNow: s.rate.Now, KeyPrefix: prefix, Trust: cfg.trust,
+	}, tokenserver.Deps{
+		Registry: s.store, Keys: keys,
+		Ready: func(ctx context.Context) error { return redisconn.Ping(ctx, rdb, time.Second) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := apidocs.New("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := api.NewServer(logger, api.Config{
+		Issuer: issuer, Audience: audience, Now: s.serverNow.Now, RateLimitNow: s.rate.Now, TrustedProxies: cfg.trust,
+	}, api.Deps{Clients: s.store, Keys: accesstoken.StaticKeys{Set: keys.Public()}, Docs: docs, Redis: rdb})
+
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
+		switch {
+		case strings.HasPrefix(r.URL.Path, "/api/v1/oauth/") || strings.HasPrefix(r.URL.Path, "/.well-known/"):
+			if r.URL.Path == tokenserver.PathToken {
+				s.tokens.Add(1)
+			}
+			auth.ServeHTTP(rec, r)
+		default:
+			if r.URL.Path == pathMe {
+				s.api.Add(1)
+			}
+			res.ServeHTTP(rec, r)
+		}
+		s.mu.Lock()
+		s.answers = append(s.answers, answer{r.URL.Path, rec.status, w.Header().Get("Retry-After")})
+		s.mu.Unlock()
+	}))
+	t.Cleanup(hs.Close)
+	s.url = hs.URL
+	if _, err := s.store.CreateOrg(context.Background(), clients.OrgSpec{Slug: "acme", Name: "Acme Hospital", Environment: clients.EnvironmentLive}); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// recorder notes the status a server answered.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if !r.wrote {
+		r.status, r.wrote = code, true
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+// client creates an active client of org "acme" and returns its id and secret.
+func (s *stack) client(audience string, scopes ...string) (string, string) {
+	s.t.Helper()
+	c, secret, err := s.store.CreateClient(context.Background(), clients.ClientSpec{
+		OrgSlug: "acme", Name: "client " + audience, Audience: audience, Scopes: scopes,
+	})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return c.ID, secret
+}
+
+// history returns the answers so far.
+func (s *stack) history() []answer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]answer(nil), s.answers...)
+}
+
+// sleeper is the SDK's injected Sleep: it records every wait and, instead
+// of sleeping, moves the servers' rate clock by it (as time would).
+type sleeper struct {
+	mu    sync.Mutex
+	waits []time.Duration
+	rate  *testclock.Clock
+}
+
+func (sl *sleeper) Sleep(ctx context.Context, d time.Duration) error {
+	sl.mu.Lock()
+	sl.waits = append(sl.waits, d)
+	sl.mu.Unlock()
+	if sl.rate != nil {
+		sl.rate.Add(d)
+	}
+	return ctx.Err()
+}
+
+func (sl *sleeper) Waits() []time.Duration {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	return append([]time.Duration(nil), sl.waits...)
+}
+
+// config is an SDK configuration for the stack's client id and secret,
+// with the sleeper injected and logs discarded.
+func (s *stack) config(id, secret string, sl *sleeper) partnerclient.Config {
+	return partnerclient.Config{
+		BaseURL: s.url, ClientID: id, ClientSecret: secret,
+		Sleep: sl.Sleep, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Jitter: func(d time.Duration) time.Duration { return d }, // deterministic backoff
+	}
+}

@@ -1,0 +1,202 @@
+package partnerclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"time"
+)
+
+// AuthStyle is how the client authenticates to the token endpoint.
+type AuthStyle int
+
+const (
+	// AuthBasic sends the client id and secret in HTTP Basic, each
+	// form-urlencoded first (RFC 6749 section 2.3.1): client_secret_basic,
+	// the method the API prefers.
+	AuthBasic AuthStyle = iota
+	// AuthForm sends them as the client_id and client_secret form
+	// parameters: client_secret_post.
+	AuthForm
+)
+
+// Defaults of Config.
+const (
+	DefaultRenewBefore = 60 * time.Second
+	DefaultMaxWait     = 60 * time.Second
+	DefaultMaxRetries  = 3
+	DefaultBaseDelay   = 500 * time.Millisecond
+	DefaultMaxDelay    = 8 * time.Second
+	DefaultTokenPath   = "/api/v1/oauth/token/"
+)
+
+// Config configures a TokenSource and the clients built on it. Only
+// BaseURL (or TokenURL), ClientID and ClientSecret are required. A Config
+// prints, formats and logs without its secret.
+type Config struct {
+	// BaseURL is the API's base address, such as "https://api.example.com":
+	// the token endpoint is BaseURL + DefaultTokenPath unless TokenURL is
+	// set, and Client calls paths below it.
+	BaseURL string
+	// TokenURL overrides the token endpoint's address.
+	TokenURL string
+	// ClientID is the client's identifier ("svc_...").
+	ClientID string
+	// ClientSecret is the client's secret ("svc_cs_..."). It is sent only
+	// to the token endpoint, and never appears in an error or a log.
+	ClientSecret string
+	// Scopes narrows the token to fewer scopes than the client holds
+	// (empty: every scope the client holds).
+	Scopes []string
+	// AuthStyle is how the secret is sent (default AuthBasic).
+	AuthStyle AuthStyle
+
+	// RenewBefore is how long before its expiry a cached token is renewed
+	// (0: DefaultRenewBefore, 60 s, as the API recommends).
+	RenewBefore time.Duration
+	// MaxWait is the longest Retry-After the client waits for (0:
+	// DefaultMaxWait). A longer one, or one past the request's context
+	// deadline, is not waited for: the 429 is returned at once.
+	MaxWait time.Duration
+	// MaxRetries bounds the retries of one request after a 429, a 5xx or
+	// (token endpoint only) a failed connection (0: DefaultMaxRetries;
+	// negative: no retries). The single retry after a 401 is not counted.
+	MaxRetries int
+	// BaseDelay and MaxDelay shape the exponential backoff of 5xx retries
+	// without Retry-After: attempt n waits a random duration between half
+	// and all of min(MaxDelay, BaseDelay*2^n) (0: DefaultBaseDelay,
+	// DefaultMaxDelay).
+	BaseDelay, MaxDelay time.Duration
+
+	// HTTPClient sends the token requests, and its Transport the API
+	// requests of NewHTTPClient (nil: http.DefaultClient).
+	HTTPClient *http.Client
+	// Logger receives one record per retry and per token fetched (nil: no
+	// logs). Records never hold a secret or a token.
+	Logger *slog.Logger
+
+	// Now is the clock of token expiry and of Retry-After dates (nil:
+	// time.Now). Tests inject one to renew without waiting.
+	Now func() time.Time
+	// Sleep waits d or until ctx is done, returning ctx.Err() then (nil: a
+	// timer). Tests inject one to retry without waiting.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Jitter returns a duration in [0, d] (nil: uniform random).
+	Jitter func(d time.Duration) time.Duration
+}
+
+// String describes the configuration without its secret.
+func (c Config) String() string {
+	return fmt.Sprintf("partnerclient.Config{BaseURL: %q, TokenURL: %q, ClientID: %q, ClientSecret: %s, Scopes: %q}",
+		c.BaseURL, c.tokenURL(), c.ClientID, redacted(c.ClientSecret), c.Scopes)
+}
+
+// GoString is String: %#v must not print the secret either.
+func (c Config) GoString() string { return c.String() }
+
+// LogValue logs the configuration without its secret (log/slog).
+func (c Config) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("token_url", c.tokenURL()), slog.String("client_id", c.ClientID),
+		slog.String("client_secret", redacted(c.ClientSecret)))
+}
+
+func redacted(secret string) string {
+	if secret == "" {
+		return "(empty)"
+	}
+	return "(redacted)"
+}
+
+func (c Config) tokenURL() string {
+	if c.TokenURL != "" {
+		return c.TokenURL
+	}
+	if c.BaseURL == "" {
+		return ""
+	}
+	u, err := url.JoinPath(c.BaseURL, DefaultTokenPath)
+	if err != nil {
+		return ""
+	}
+	return u
+}
+
+// validate reports every problem at once and returns c with its defaults.
+func (c Config) validate() (Config, error) {
+	var errs []error
+	if c.tokenURL() == "" {
+		errs = append(errs, errors.New("partnerclient: BaseURL or TokenURL is required"))
+	} else if u, err := url.Parse(c.tokenURL()); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		errs = append(errs, errors.New("partnerclient: the token URL must be an absolute http(s) URL"))
+	}
+	if c.ClientID == "" {
+		errs = append(errs, errors.New("partnerclient: ClientID is required"))
+	}
+	if c.ClientSecret == "" {
+		errs = append(errs, errors.New("partnerclient: ClientSecret is required"))
+	}
+	if c.AuthStyle != AuthBasic && c.AuthStyle != AuthForm {
+		errs = append(errs, errors.New("partnerclient: unknown AuthStyle"))
+	}
+	if c.RenewBefore < 0 || c.MaxWait < 0 || c.BaseDelay < 0 || c.MaxDelay < 0 {
+		errs = append(errs, errors.New("partnerclient: durations must not be negative"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return c, err
+	}
+	c.TokenURL = c.tokenURL()
+	if c.RenewBefore == 0 {
+		c.RenewBefore = DefaultRenewBefore
+	}
+	if c.MaxWait == 0 {
+		c.MaxWait = DefaultMaxWait
+	}
+	switch {
+	case c.MaxRetries == 0:
+		c.MaxRetries = DefaultMaxRetries
+	case c.MaxRetries < 0:
+		c.MaxRetries = 0
+	}
+	if c.BaseDelay == 0 {
+		c.BaseDelay = DefaultBaseDelay
+	}
+	if c.MaxDelay == 0 {
+		c.MaxDelay = DefaultMaxDelay
+	}
+	if c.HTTPClient == nil {
+		c.HTTPClient = http.DefaultClient
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Sleep == nil {
+		c.Sleep = sleep
+	}
+	if c.Jitter == nil {
+		c.Jitter = func(d time.Duration) time.Duration {
+			if d <= 0 {
+				return 0
+			}
+			return rand.N(d + 1)
+		}
+	}
+	return c, nil
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

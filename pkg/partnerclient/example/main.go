@@ -1,0 +1,88 @@
+// Command example is the partner SDK's runnable example: it gets a token
+// with the client credentials grant and calls GET /api/v1/me/ through
+// package partnerclient, then shows that a second call reuses the cached
+// token.
+//
+//	PARTNER_CLIENT_SECRET=svc_cs_... go run ./pkg/partnerclient/example \
+//	    --base-url http://127.0.0.1:8000 --client-id svc_...
+//
+// The secret is read from the environment only (a flag would show in the
+// process list). Flags and their environment variables: --base-url
+// (PARTNER_API_BASE_URL), --client-id (PARTNER_CLIENT_ID).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"time"
+
+	"github.com/partnerapi/authplatform/pkg/partnerclient"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	err := run(ctx, os.Args, os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "example:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("example", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	baseURL := fs.String("base-url", getenv("PARTNER_API_BASE_URL"), "the API's base URL")
+	clientID := fs.String("client-id", getenv("PARTNER_CLIENT_ID"), "the client id (svc_...)")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	c, err := partnerclient.New(partnerclient.Config{
+		BaseURL: *baseURL, ClientID: *clientID, ClientSecret: getenv("PARTNER_CLIENT_SECRET"),
+		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
+	})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+
+	me, err := c.Me(ctx)
+	var te *partnerclient.TokenError
+	var ae *partnerclient.APIError
+	switch {
+	case errors.As(err, &te) && te.Code == "invalid_client":
+		return fmt.Errorf("the token endpoint refused the client id or secret (rotated or revoked?): %w", err)
+	case errors.As(err, &ae):
+		return fmt.Errorf("the API answered %d: %s", ae.StatusCode, ae.Detail)
+	case err != nil:
+		return err
+	}
+	tok, err := c.TokenSource().TokenContext(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "client:       %s (%s)\n", me.ClientID, me.Name)
+	fmt.Fprintf(stdout, "organisation: %s (%s), %s\n", me.Organization.Name, me.Organization.Slug, me.Environment)
+	fmt.Fprintf(stdout, "audience:     %s\n", me.Audience)
+	fmt.Fprintf(stdout, "scopes:       %q\n", me.Scopes)
+	fmt.Fprintf(stdout, "rate limit:   %d requests per minute\n", me.RateLimitPerMinute)
+	fmt.Fprintf(stdout, "token:        svc_at_… (%d characters), expires %s, renewed from %s\n",
+		len(tok.AccessToken), tok.Expiry.UTC().Format(time.RFC3339), tok.Expiry.Add(-partnerclient.DefaultRenewBefore).UTC().Format(time.RFC3339))
+
+	again, err := c.TokenSource().TokenContext(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := c.Me(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "second call:  token reused from the cache: %v\n", again.AccessToken == tok.AccessToken)
+	return nil
+}

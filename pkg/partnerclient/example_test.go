@@ -1,0 +1,102 @@
+package partnerclient_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"net/http"
+	"net/url"
+	"os"
+	"time"
+
+	"golang.org/x/oauth2"
+
+	"github.com/partnerapi/authplatform/pkg/partnerclient"
+)
+
+// A Client gets, caches and renews the token itself; Me is a typed call.
+func ExampleNew() {
+	c, err := partnerclient.New(partnerclient.Config{
+		BaseURL:      "https://api.example.com",
+		ClientID:     os.Getenv("PARTNER_CLIENT_ID"),
+		ClientSecret: os.Getenv("PARTNER_CLIENT_SECRET"),
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	me, err := c.Me(context.Background())
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(me.Organization.Slug, me.Environment, me.Scopes)
+}
+
+// NewHTTPClient is an *http.Client for any endpoint: it adds the bearer
+// token and retries 401 (once), 429 and 5xx as the API recommends.
+func ExampleNewHTTPClient() {
+	hc, err := partnerclient.NewHTTPClient(partnerclient.Config{
+		BaseURL:      "https://api.example.com",
+		ClientID:     os.Getenv("PARTNER_CLIENT_ID"),
+		ClientSecret: os.Getenv("PARTNER_CLIENT_SECRET"),
+		MaxWait:      10 * time.Second, // do not wait out a longer Retry-After
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	resp, err := hc.Get("https://api.example.com/api/v1/me/")
+	if err != nil {
+		log.Fatal(err) // no token (a *partnerclient.TokenError) or no connection
+	}
+	if err := partnerclient.CheckResponse(resp); err != nil {
+		log.Fatal(err) // a *partnerclient.APIError with the API's detail
+	}
+	defer resp.Body.Close()
+}
+
+// A TokenSource is an oauth2.TokenSource: it plugs into code written for
+// golang.org/x/oauth2, and renews 60 s before expiry instead of 10 s.
+func ExampleNewTokenSource() {
+	ts, err := partnerclient.NewTokenSource(partnerclient.Config{
+		TokenURL:     "https://api.example.com/api/v1/oauth/token/",
+		ClientID:     os.Getenv("PARTNER_CLIENT_ID"),
+		ClientSecret: os.Getenv("PARTNER_CLIENT_SECRET"),
+		AuthStyle:    partnerclient.AuthForm, // client_secret_post; the default is HTTP Basic
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	var src oauth2.TokenSource = ts
+	tok, err := src.Token()
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(tok.TokenType, tok.Expiry)
+}
+
+// Errors carry the OAuth error or the API's detail, the status and
+// Retry-After, and work with errors.As through the *url.Error that
+// http.Client wraps around them.
+func ExampleTokenError() {
+	var err error = &url.Error{Op: "Get", URL: "https://api.example.com/api/v1/me/", Err: &partnerclient.TokenError{
+		StatusCode: http.StatusUnauthorized, Code: "invalid_client", Description: "Client authentication failed",
+	}}
+	var te *partnerclient.TokenError
+	if errors.As(err, &te) && te.Code == "invalid_client" {
+		fmt.Println("the secret was rotated or the client revoked:", te.StatusCode)
+	}
+	fmt.Println(err)
+	// Output:
+	// the secret was rotated or the client revoked: 401
+	// Get "https://api.example.com/api/v1/me/": partnerclient: token request failed: 401 invalid_client: Client authentication failed
+}
+
+// A Config prints, formats and logs without its secret.
+func ExampleConfig_String() {
+	cfg := partnerclient.Config{BaseURL: "https://api.example.com", ClientID: "svc_abcdefghijklmnopqrstuvwx", ClientSecret: "svc_cs_not-a-real-one"}
+	fmt.Println(cfg)
+	fmt.Printf("%#v\n", cfg)
+	// Output:
+	// partnerclient.Config{BaseURL: "https://api.example.com", TokenURL: "https://api.example.com/api/v1/oauth/token/", ClientID: "svc_abcdefghijklmnopqrstuvwx", ClientSecret: (redacted), Scopes: []}
+	// partnerclient.Config{BaseURL: "https://api.example.com", TokenURL: "https://api.example.com/api/v1/oauth/token/", ClientID: "svc_abcdefghijklmnopqrstuvwx", ClientSecret: (redacted), Scopes: []}
+}
