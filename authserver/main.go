@@ -2,14 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
+	"github.com/partnerapi/authplatform/pkg/cli"
 	"github.com/partnerapi/authplatform/pkg/clients"
 )
 
@@ -18,85 +17,38 @@ func main() {
 	err := run(ctx, os.Args, os.Getenv, os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "authserver: "+oneLine(err))
-		os.Exit(exitCode(err))
+		fmt.Fprintln(os.Stderr, "authserver: "+cli.OneLine(err))
 	}
+	os.Exit(exitCode(err))
 }
 
-// Exit statuses.
-const (
-	exitFailure       = 1 // the command failed
-	exitUsage         = 2 // the command line is wrong
-	exitNotReplicated = 3 // a change is on the primary, not confirmed by a replica
-)
+// ExitNotReplicated is the exit status of a credential change written on
+// the Redis primary but not confirmed by a replica: it may be lost in a
+// failover, so it is not reported as done; run the command again.
+const ExitNotReplicated = 3
 
-// exitCode maps a command's error to the process's exit status.
+// exitCode: 0 success, 1 runtime failure, 2 usage error, 3 not replicated.
 func exitCode(err error) int {
-	var u usageError
-	switch {
-	case errors.As(err, &u):
-		return exitUsage
-	case errors.Is(err, clients.ErrNotReplicated):
-		return exitNotReplicated
-	}
-	return exitFailure
+	return cli.ExitCode(err, map[error]int{clients.ErrNotReplicated: ExitNotReplicated})
 }
 
-// usageError is a command line mistake (exit status 2).
-type usageError struct{ msg string }
-
-func (e usageError) Error() string { return e.msg }
-
-func usagef(format string, a ...any) error { return usageError{fmt.Sprintf(format, a...)} }
-
-// oneLine joins a multi-line error (errors.Join) into one line.
-func oneLine(err error) string {
-	return strings.ReplaceAll(err.Error(), "\n", "; ")
-}
-
-const usage = `usage: authserver COMMAND [flags]
-
-  serve [--addr A] [--keys FILE] [--issuer URL] [--audience A] [--trusted-proxies CIDRS]
-  keys generate --out FILE [--alg EdDSA|ES256] [--rotate [--keep N] | --stage]
-  keys promote --file FILE KID
-  keys withdraw --file FILE KID   (reads REDIS_URL)
-  keys list --file FILE
-  orgs create --slug S --name N --environment sandbox|live
-  orgs list
-  clients create --org S --name N --audience pharma|hospital|psp_partner --scopes "..." [--rate-limit N]
-  clients rotate-secret CLIENT_ID
-  clients revoke CLIENT_ID
-  clients list [--org S]
-  clients show CLIENT_ID
-  clients set-rate-limit CLIENT_ID N [--token]
-  clients audit CLIENT_ID
-  sandbox seed
-  healthcheck [--url URL]
-
-Every command but keys reads REDIS_URL; every command takes --json.`
+// notes end `authserver help`.
+const notes = `Every command but keys, serve and healthcheck reads REDIS_URL (and REDIS_KEY_PREFIX).
+Operator commands print for people, or JSON with --json (README: Operator CLI).
+Exit status: 0 success, 1 runtime failure, 2 usage error, 3 change written but not
+confirmed by a Redis replica (run the command again).`
 
 // run is the whole program: main only supplies the process's environment.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) < 2 {
-		fmt.Fprintln(stderr, usage)
-		return usagef("no command given")
-	}
-	cmd, rest := args[1], args[2:]
-	switch cmd {
-	case "serve":
-		return serve(ctx, rest, getenv, stdout, stderr)
-	case "healthcheck":
-		return healthcheck(ctx, rest, getenv, stdout)
-	case "keys":
-		if len(rest) > 0 && rest[0] == "withdraw" {
-			return keysWithdraw(ctx, rest[1:], getenv, stdout)
-		}
-		return keysCommand(rest, stdout)
-	case "orgs", "clients", "sandbox":
-		return operatorCommand(ctx, cmd, rest, getenv, stdout)
-	case "help", "-h", "--help":
-		fmt.Fprintln(stdout, usage)
-		return nil
-	}
-	return usagef("unknown command %q (run 'authserver help')", cmd)
+	quietRedis()
+	p := &cli.Program{Name: "authserver", Commands: commands(), Notes: notes}
+	return p.Run(ctx, args, cli.Env{Getenv: getenv, Stdout: stdout, Stderr: stderr})
 }
+
+// usageError and usagef are cli's, by their short local names.
+type usageError = cli.UsageError
+
+func usagef(format string, a ...any) error { return cli.Usagef(format, a...) }
+
+// oneLine joins a multi-line error into one line.
+func oneLine(err error) string { return cli.OneLine(err) }

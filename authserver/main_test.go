@@ -114,19 +114,24 @@ func TestUsageErrors(t *testing.T) {
 	}{
 		{nil, "no command given"},
 		{[]string{"frobnicate"}, `unknown command "frobnicate" (run 'authserver help')`},
-		{[]string{"clients"}, "clients: missing subcommand (run 'authserver help')"},
-		{[]string{"clients", "frob"}, `unknown command "clients frob" (run 'authserver help')`},
-		{[]string{"orgs", "delete"}, `unknown command "orgs delete" (run 'authserver help')`},
-		{[]string{"clients", "show"}, "clients show takes 1 argument(s), got 0"},
-		{[]string{"clients", "set-rate-limit", "svc_x"}, "clients set-rate-limit takes 2 argument(s), got 1"},
-		{[]string{"orgs", "list", "extra"}, "orgs list takes 0 argument(s), got 1"},
-		{[]string{"orgs", "list", "--nope"}, "orgs list: flag provided but not defined: -nope"},
-		{[]string{"keys"}, keysUsage},
-		{[]string{"keys", "promote", "--file", "x.json"}, keysUsage},
+		{[]string{"clients"}, "clients: missing subcommand (run 'authserver help clients')"},
+		{[]string{"clients", "frob"}, `unknown command "clients frob" (run 'authserver help clients')`},
+		{[]string{"orgs", "delete"}, `unknown command "orgs delete" (run 'authserver help orgs')`},
+		{[]string{"clients", "show"}, "clients show takes 1 argument(s), got 0 (run 'authserver clients show --help')"},
+		{[]string{"clients", "set-rate-limit", "svc_x"}, "clients set-rate-limit takes 2 argument(s), got 1 (run 'authserver clients set-rate-limit --help')"},
+		{[]string{"orgs", "list", "extra"}, "orgs list takes 0 argument(s), got 1 (run 'authserver orgs list --help')"},
+		{[]string{"orgs", "list", "--nope"}, "orgs list: flag provided but not defined: -nope (run 'authserver orgs list --help')"},
+		{[]string{"keys"}, "keys: missing subcommand (run 'authserver help keys')"},
+		{[]string{"keys", "promote", "--file", "x.json"}, "keys promote takes 1 argument(s), got 0 (run 'authserver keys promote --help')"},
+		{[]string{"keys", "promote", "kid"}, "keys promote needs --file FILE"},
 		{[]string{"keys", "generate", "--out", "x.json", "--rotate", "--stage"}, "--keep must not be negative, and --rotate and --stage exclude each other"},
-		{[]string{"keys", "generate"}, "keys generate needs --out FILE and no arguments"},
-		{[]string{"serve", "extra"}, "serve takes no arguments"},
-		{[]string{"healthcheck", "extra"}, "healthcheck takes no arguments"},
+		{[]string{"keys", "generate"}, "keys generate needs --out FILE"},
+		{[]string{"serve", "extra"}, "serve takes 0 argument(s), got 1 (run 'authserver serve --help')"},
+		{[]string{"healthcheck", "extra"}, "healthcheck takes 0 argument(s), got 1 (run 'authserver healthcheck --help')"},
+		{[]string{"help", "nope"}, `unknown command "nope" (run 'authserver help')`},
+		{[]string{"clients", "create", "--org", "a", "--name", "n", "--audience", "pharma", "--rate-limit", "0"}, "--rate-limit 0: a limit must be at least 1 request per minute"},
+		{[]string{"clients", "set-rate-limit", "svc_x", "0"}, "rate limit 0: a limit must be at least 1 request per minute"},
+		{[]string{"clients", "set-rate-limit", "--token", "svc_x", "--", "-1"}, "rate limit -1: a limit must be at least 1 request per minute"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			_, err := h.run(tc.args...)
@@ -350,8 +355,8 @@ func TestClients(t *testing.T) {
 	if _, err := h.run("clients", "set-rate-limit", c.ID, "lots"); !isUsage(err) {
 		t.Errorf("non-numeric limit: %v", err)
 	}
-	if _, err := h.run("clients", "set-rate-limit", c.ID, "0"); !errors.Is(err, clients.ErrInvalid) {
-		t.Errorf("zero limit: %v", err)
+	if _, err := h.run("clients", "set-rate-limit", c.ID, "0"); !isUsage(err) {
+		t.Errorf("zero limit: %v, want a usage error", err)
 	}
 
 	// show, list and audit never print a secret.
@@ -524,6 +529,7 @@ func TestServe(t *testing.T) {
 	// Configuration from the environment as well as from flags.
 	h.env["KEYS_FILE"] = keys
 	h.env["ADDR"] = "127.0.0.1:0"
+	h.env["METRICS_ADDR"] = "127.0.0.1:0"
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -10,67 +11,71 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/partnerapi/authplatform/pkg/cli"
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/redisconn"
 )
 
-// operatorCommand runs the orgs, clients and sandbox commands against the
-// registry in REDIS_URL.
-func operatorCommand(ctx context.Context, group string, args []string, getenv func(string) string, stdout io.Writer) error {
-	if len(args) == 0 {
-		return usagef("%s: missing subcommand (run 'authserver help')", group)
-	}
-	sub := args[0]
-	fl := newFlags(group + " " + sub)
-	asJSON := fl.Bool("json", false, "machine-readable output")
-	var (
-		slug, name, env, org, audience, scopes string
-		rateLimit                              int64
-		tokenLimit                             bool
-	)
-	switch group + " " + sub {
-	case "orgs create":
-		fl.StringVar(&slug, "slug", "", "stable organisation identifier")
-		fl.StringVar(&name, "name", "", "organisation name")
-		fl.StringVar(&env, "environment", "", "sandbox or live")
-	case "clients create":
-		fl.StringVar(&org, "org", "", "organisation slug")
-		fl.StringVar(&name, "name", "", "client name")
-		fl.StringVar(&audience, "audience", "", "pharma, hospital or psp_partner")
-		fl.StringVar(&scopes, "scopes", "", "space-separated scopes")
-		fl.Int64Var(&rateLimit, "rate-limit", clients.DefaultRateLimitPerMinute, "API requests per minute")
-	case "clients list":
-		fl.StringVar(&org, "org", "", "only this organisation's clients")
-	case "clients set-rate-limit":
-		fl.BoolVar(&tokenLimit, "token", false, "set the token requests per minute instead of API requests")
-	case "orgs list", "clients rotate-secret", "clients revoke", "clients show", "clients audit", "sandbox seed":
-	default:
-		return usagef("unknown command %q (run 'authserver help')", group+" "+sub)
-	}
-	pos, err := parseFlags(fl, args[1:])
+// openRegistry opens the client registry of REDIS_URL (keys under
+// REDIS_KEY_PREFIX) and checks that Redis answers. Every operator command
+// gets its registry here, and only here. Every change waits for the
+// replicas the URL asks for (confirm_replicas: one by default on a Sentinel
+// or Cluster URL), so that a command never reports as done a change that a
+// failover could undo (clients.ErrNotReplicated, exit status 3). close
+// releases the connection.
+func openRegistry(ctx context.Context, getenv func(string) string) (store *clients.Store, close func(), err error) {
+	url := getenv("REDIS_URL")
+	confirm, err := redisconn.ConfirmationOf(url)
 	if err != nil {
-		return err
+		return nil, nil, cli.AsUsage(err)
 	}
-	wantArgs := map[string]int{"clients rotate-secret": 1, "clients revoke": 1, "clients show": 1, "clients audit": 1, "clients set-rate-limit": 2}[group+" "+sub]
-	if len(pos) != wantArgs {
-		return usagef("%s %s takes %d argument(s), got %d", group, sub, wantArgs, len(pos))
-	}
-
-	store, closeStore, err := openRegistry(ctx, getenv)
+	rdb, err := redisconn.Open(url)
 	if err != nil {
-		return err
+		return nil, nil, cli.AsUsage(err)
 	}
-	defer closeStore()
-	out := output{w: stdout, json: *asJSON}
+	if err := redisconn.Ping(ctx, rdb, 3*time.Second); err != nil {
+		_ = rdb.Close()
+		return nil, nil, fmt.Errorf("cannot reach Redis (REDIS_URL): %v", err)
+	}
+	store = clients.NewStore(rdb, getenv("REDIS_KEY_PREFIX"), nil)
+	store.ConfirmWrites(confirm)
+	return store, func() { _ = rdb.Close() }, nil
+}
 
-	switch group + " " + sub {
-	case "orgs create":
-		o, err := store.CreateOrg(ctx, clients.OrgSpec{Slug: slug, Name: name, Environment: env})
+// operator declares --json and returns an action that runs body with the
+// registry and the chosen output.
+func operator(fs *flag.FlagSet, env cli.Env, body func(ctx context.Context, store *clients.Store, out output, args []string) error) cli.Action {
+	asJSON := fs.Bool("json", false, "print JSON (README: Operator CLI, JSON output)")
+	return func(ctx context.Context, args []string) error {
+		store, closeStore, err := openRegistry(ctx, env.Getenv)
+		if err != nil {
+			return err
+		}
+		defer closeStore()
+		return body(ctx, store, output{w: env.Stdout, json: *asJSON}, args)
+	}
+}
+
+// minLimitError is the one rule for every per-minute limit.
+func minLimitError(what string, n int64) error {
+	return cli.Usagef("%s %d: a limit must be at least 1 request per minute", what, n)
+}
+
+func orgsCreate(fs *flag.FlagSet, env cli.Env) cli.Action {
+	slug := fs.String("slug", "", "stable organisation identifier (a-z, 0-9, -)")
+	name := fs.String("name", "", "organisation name")
+	environment := fs.String("environment", "", "sandbox or live")
+	return operator(fs, env, func(ctx context.Context, store *clients.Store, out output, _ []string) error {
+		o, err := store.CreateOrg(ctx, clients.OrgSpec{Slug: *slug, Name: *name, Environment: *environment})
 		if err != nil {
 			return err
 		}
 		return out.print(o, func(w io.Writer) { fmt.Fprintf(w, "created organisation %s (%s, %s)\n", o.Slug, o.Name, o.Environment) })
-	case "orgs list":
+	})
+}
+
+func orgsList(fs *flag.FlagSet, env cli.Env) cli.Action {
+	return operator(fs, env, func(ctx context.Context, store *clients.Store, out output, _ []string) error {
 		orgs, err := store.ListOrgs(ctx)
 		if err != nil {
 			return err
@@ -83,29 +88,60 @@ func operatorCommand(ctx context.Context, group string, args []string, getenv fu
 			}
 			tw.Flush()
 		})
-	case "clients create":
-		c, secret, err := store.CreateClient(ctx, clients.ClientSpec{OrgSlug: org, Name: name, Audience: audience,
-			Scopes: clients.ParseScopes(scopes), RateLimitPerMinute: rateLimit})
+	})
+}
+
+func clientsCreate(fs *flag.FlagSet, env cli.Env) cli.Action {
+	org := fs.String("org", "", "slug of an existing organisation")
+	name := fs.String("name", "", "client name")
+	audience := fs.String("audience", "", "pharma, hospital or psp_partner")
+	scopes := fs.String("scopes", "", "space-separated scopes")
+	rateLimit := fs.Int64("rate-limit", clients.DefaultRateLimitPerMinute, "API requests per minute, at least 1")
+	return operator(fs, env, func(ctx context.Context, store *clients.Store, out output, _ []string) error {
+		if *rateLimit < 1 {
+			return minLimitError("--rate-limit", *rateLimit)
+		}
+		c, secret, err := store.CreateClient(ctx, clients.ClientSpec{OrgSlug: *org, Name: *name, Audience: *audience,
+			Scopes: clients.ParseScopes(*scopes), RateLimitPerMinute: *rateLimit})
 		if err != nil {
 			return err
 		}
 		return out.secret(c, secret, "created client")
-	case "clients rotate-secret":
-		c, secret, err := store.RotateSecret(ctx, pos[0])
+	})
+}
+
+func clientsRotate(fs *flag.FlagSet, env cli.Env) cli.Action {
+	return operator(fs, env, func(ctx context.Context, store *clients.Store, out output, args []string) error {
+		c, secret, err := store.RotateSecret(ctx, args[0])
 		if err != nil {
 			return err
 		}
 		return out.secret(c, secret, "rotated the secret of client")
-	case "clients revoke":
-		c, err := store.Revoke(ctx, pos[0])
+	})
+}
+
+func clientsRevoke(fs *flag.FlagSet, env cli.Env) cli.Action {
+	return operator(fs, env, func(ctx context.Context, store *clients.Store, out output, args []string) error {
+		c, err := store.Revoke(ctx, args[0])
 		if err != nil {
 			return err
 		}
 		return out.print(c, func(w io.Writer) {
 			fmt.Fprintf(w, "revoked client %s: token requests are refused and every token it held is dead\n", c.ID)
 		})
-	case "clients list":
-		list, err := store.ListClients(ctx, org)
+	})
+}
+
+func clientsList(fs *flag.FlagSet, env cli.Env) cli.Action {
+	org := fs.String("org", "", "only this organisation's clients")
+	return operator(fs, env, func(ctx context.Context, store *clients.Store, out output, _ []string) error {
+		if *org != "" {
+			// An unknown organisation is an error, not an empty list.
+			if _, err := store.GetOrg(ctx, *org); err != nil {
+				return err
+			}
+		}
+		list, err := store.ListClients(ctx, *org)
 		if err != nil {
 			return err
 		}
@@ -117,14 +153,26 @@ func operatorCommand(ctx context.Context, group string, args []string, getenv fu
 			}
 			tw.Flush()
 		})
-	case "clients show":
-		c, err := store.GetClient(ctx, pos[0])
+	})
+}
+
+func clientsShow(fs *flag.FlagSet, env cli.Env) cli.Action {
+	return operator(fs, env, func(ctx context.Context, store *clients.Store, out output, args []string) error {
+		c, err := store.GetClient(ctx, args[0])
 		if err != nil {
 			return err
 		}
 		return out.print(c, func(w io.Writer) { describe(w, c) })
-	case "clients audit":
-		entries, err := store.ClientAudit(ctx, pos[0])
+	})
+}
+
+func clientsAudit(fs *flag.FlagSet, env cli.Env) cli.Action {
+	return operator(fs, env, func(ctx context.Context, store *clients.Store, out output, args []string) error {
+		// An unknown client is an error, not an empty stream.
+		if _, err := store.GetClient(ctx, args[0]); err != nil {
+			return err
+		}
+		entries, err := store.ClientAudit(ctx, args[0])
 		if err != nil {
 			return err
 		}
@@ -133,16 +181,24 @@ func operatorCommand(ctx context.Context, group string, args []string, getenv fu
 				fmt.Fprintf(w, "%s  %-28s %s %s\n", e.At.Format(time.RFC3339Nano), e.Event, e.ClientID, e.Detail)
 			}
 		})
-	case "clients set-rate-limit":
-		n, err := strconv.ParseInt(pos[1], 10, 64)
+	})
+}
+
+func clientsSetRateLimit(fs *flag.FlagSet, env cli.Env) cli.Action {
+	tokenLimit := fs.Bool("token", false, "set the token requests per minute instead of the API requests")
+	return operator(fs, env, func(ctx context.Context, store *clients.Store, out output, args []string) error {
+		n, err := strconv.ParseInt(args[1], 10, 64)
 		if err != nil {
-			return usagef("rate limit %q is not a whole number", pos[1])
+			return usagef("rate limit %q is not a whole number", args[1])
+		}
+		if n < 1 {
+			return minLimitError("rate limit", n)
 		}
 		var c clients.Client
-		if tokenLimit {
-			c, err = store.SetTokenRateLimit(ctx, pos[0], n)
+		if *tokenLimit {
+			c, err = store.SetTokenRateLimit(ctx, args[0], n)
 		} else {
-			c, err = store.SetRateLimit(ctx, pos[0], n)
+			c, err = store.SetRateLimit(ctx, args[0], n)
 		}
 		if err != nil {
 			return err
@@ -150,40 +206,21 @@ func operatorCommand(ctx context.Context, group string, args []string, getenv fu
 		return out.print(c, func(w io.Writer) {
 			fmt.Fprintf(w, "client %s: %d API requests and %d token requests per minute, from the next request\n", c.ID, c.RateLimitPerMinute, c.TokenRateLimitPerMinute)
 		})
-	case "sandbox seed":
+	})
+}
+
+func sandboxSeed(fs *flag.FlagSet, env cli.Env) cli.Action {
+	return operator(fs, env, func(ctx context.Context, store *clients.Store, out output, _ []string) error {
 		o, seeded, err := store.SeedSandbox(ctx)
 		if err != nil {
 			return err
 		}
 		return out.seed(o, seeded)
-	}
-	return nil
+	})
 }
 
-// openRegistry opens the registry in REDIS_URL for an operator command.
-// Every change waits for the replicas the URL asks for (confirm_replicas:
-// one by default on a Sentinel or Cluster URL), so that a command never
-// reports as done a change that a failover could undo.
-func openRegistry(ctx context.Context, getenv func(string) string) (*clients.Store, func(), error) {
-	url := getenv("REDIS_URL")
-	confirm, err := redisconn.ConfirmationOf(url)
-	if err != nil {
-		return nil, nil, usageError{err.Error()}
-	}
-	rdb, err := redisconn.Open(url)
-	if err != nil {
-		return nil, nil, usageError{err.Error()}
-	}
-	if err := redisconn.Ping(ctx, rdb, 3*time.Second); err != nil {
-		_ = rdb.Close()
-		return nil, nil, fmt.Errorf("cannot reach Redis (REDIS_URL): %v", err)
-	}
-	store := clients.NewStore(rdb, getenv("REDIS_KEY_PREFIX"), nil)
-	store.ConfirmWrites(confirm)
-	return store, func() { _ = rdb.Close() }, nil
-}
-
-// output prints for people, or JSON with --json.
+// output prints for people, or JSON with --json: one JSON value (object or
+// array) indented by two spaces, whose fields are documented in README.
 type output struct {
 	w    io.Writer
 	json bool

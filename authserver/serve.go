@@ -3,25 +3,33 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
-	"io"
 	"net"
 	"strconv"
 	"time"
 
 	"github.com/partnerapi/authplatform/authserver/tokenserver"
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
+	"github.com/partnerapi/authplatform/pkg/cli"
 	"github.com/partnerapi/authplatform/pkg/clientip"
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/httpserver"
 	"github.com/partnerapi/authplatform/pkg/logging"
+	"github.com/partnerapi/authplatform/pkg/metrics"
 	"github.com/partnerapi/authplatform/pkg/redisconn"
 )
+
+// defaultMetricsAddr serves /metrics on loopback only: off the
+// partner-facing port, and not exposed until an operator says where
+// (compose sets METRICS_ADDR=:9080).
+const defaultMetricsAddr = "127.0.0.1:9080"
 
 // serveConfig is the configuration of `authserver serve`, from flags over
 // environment variables over defaults.
 type serveConfig struct {
 	Addr           string
+	MetricsAddr    string
 	KeysFile       string
 	Issuer         string
 	Audience       string
@@ -37,6 +45,9 @@ func (c serveConfig) Validate() error {
 	var errs []error
 	if c.Addr == "" {
 		errs = append(errs, errors.New("--addr (ADDR) is required"))
+	}
+	if !metrics.ValidAddr(c.MetricsAddr) {
+		errs = append(errs, fmt.Errorf("--metrics-addr (METRICS_ADDR) %q: want host:port, :port or off", c.MetricsAddr))
 	}
 	if c.KeysFile == "" {
 		errs = append(errs, errors.New("--keys (KEYS_FILE) is required: create one with 'authserver keys generate --out FILE'"))
@@ -56,67 +67,83 @@ func (c serveConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	cfg := serveConfig{}
-	fs := newFlags("serve")
-	fs.StringVar(&cfg.Addr, "addr", envOr(getenv, "ADDR", ":8080"), "listen address")
-	fs.StringVar(&cfg.KeysFile, "keys", getenv("KEYS_FILE"), "JWK set file of signing keys")
-	fs.StringVar(&cfg.Issuer, "issuer", envOr(getenv, "ISSUER", "http://localhost:8080"), "token issuer (iss) and public base URL")
-	fs.StringVar(&cfg.Audience, "audience", envOr(getenv, "AUDIENCE", "partner-api"), "token audience (aud)")
-	fs.StringVar(&cfg.RedisURL, "redis-url", getenv("REDIS_URL"), "Redis URL")
-	fs.StringVar(&cfg.TrustedProxies, "trusted-proxies", getenv("TRUSTED_PROXIES"), "comma-separated proxy CIDRs whose forwarded headers are trusted")
-	fs.StringVar(&cfg.LogLevel, "log-level", getenv("LOG_LEVEL"), "debug, info, warn or error")
+func serveCommand(fs *flag.FlagSet, env cli.Env) cli.Action {
+	getenv := env.Getenv
+	cfg := &serveConfig{}
+	fs.StringVar(&cfg.Addr, "addr", envOr(getenv, "ADDR", ":8080"), "listen address of the API (env ADDR)")
+	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", envOr(getenv, "METRICS_ADDR", defaultMetricsAddr), "listen address of GET /metrics, or off (env METRICS_ADDR)")
+	fs.StringVar(&cfg.KeysFile, "keys", getenv("KEYS_FILE"), "JWK set file of signing keys (env KEYS_FILE)")
+	fs.StringVar(&cfg.Issuer, "issuer", envOr(getenv, "ISSUER", "http://localhost:8080"), "token issuer (iss) and public base URL (env ISSUER)")
+	fs.StringVar(&cfg.Audience, "audience", envOr(getenv, "AUDIENCE", "partner-api"), "token audience (aud) (env AUDIENCE)")
+	// Not defaulted from the environment like the others: --help would
+	// print the URL's password.
+	fs.StringVar(&cfg.RedisURL, "redis-url", "", "Redis URL (env REDIS_URL, preferred: flags are visible in ps; default "+redisconn.DefaultURL+")")
+	fs.StringVar(&cfg.TrustedProxies, "trusted-proxies", getenv("TRUSTED_PROXIES"), "comma-separated proxy CIDRs whose forwarded headers are trusted (env TRUSTED_PROXIES)")
+	fs.StringVar(&cfg.LogLevel, "log-level", getenv("LOG_LEVEL"), "debug, info, warn or error (env LOG_LEVEL; default info)")
 	fs.BoolVar(&cfg.AcceptLegacySecrets, "accept-legacy-secrets", getenv("ACCEPT_LEGACY_SECRETS") == "true",
-		"also accept client secrets issued before checksums (until every such client is rotated)")
-	maxConns := fs.String("max-conns", getenv("MAX_CONNS"), "connections served at once (default: from the open file limit)")
-	if pos, err := parseFlags(fs, args); err != nil {
-		return err
-	} else if len(pos) > 0 {
-		return usagef("serve takes no arguments")
-	}
-	if *maxConns != "" {
-		n, err := strconv.Atoi(*maxConns)
-		if err != nil {
-			return usagef("--max-conns (MAX_CONNS) %q: want a number", *maxConns)
+		"also accept client secrets issued before checksums, until every such client is rotated (env ACCEPT_LEGACY_SECRETS=true)")
+	maxConns := fs.String("max-conns", getenv("MAX_CONNS"), "connections served at once (env MAX_CONNS; default: from the open file limit)")
+	return func(ctx context.Context, _ []string) error {
+		if cfg.RedisURL == "" {
+			cfg.RedisURL = getenv("REDIS_URL")
 		}
-		cfg.MaxConns = n
+		if *maxConns != "" {
+			n, err := strconv.Atoi(*maxConns)
+			if err != nil {
+				return usagef("--max-conns (MAX_CONNS) %q: want a number", *maxConns)
+			}
+			cfg.MaxConns = n
+		}
+		return serve(ctx, *cfg, env)
 	}
+}
+
+func serve(ctx context.Context, cfg serveConfig, env cli.Env) error {
 	if err := cfg.Validate(); err != nil {
-		return usageError{err.Error()}
+		return cli.AsUsage(err)
 	}
-	logger, err := logging.New(stderr, cfg.LogLevel)
+	logger, err := logging.New(env.Stderr, cfg.LogLevel)
 	if err != nil {
-		return usageError{err.Error()}
+		return cli.AsUsage(err)
 	}
+	logRedis(logger)
 	keys, err := accesstoken.LoadKeySet(cfg.KeysFile)
 	if err != nil {
 		return err
 	}
 	rdb, err := redisconn.Open(cfg.RedisURL)
 	if err != nil {
-		return usageError{err.Error()}
+		return cli.AsUsage(err)
 	}
 	defer rdb.Close()
+	m := metrics.NewTokenService(metrics.New("authserver"))
+	rdb.AddHook(m.RedisHook())
 	trust, _ := clientip.ParseTrust(cfg.TrustedProxies)
-	h, err := tokenserver.NewServer(logger, tokenserver.Config{Issuer: cfg.Issuer, Audience: cfg.Audience, Trust: trust, KeyPrefix: getenv("REDIS_KEY_PREFIX"),
+	h, err := tokenserver.NewServer(logger, tokenserver.Config{Issuer: cfg.Issuer, Audience: cfg.Audience, Trust: trust, KeyPrefix: env.Getenv("REDIS_KEY_PREFIX"),
 		AcceptLegacySecrets: cfg.AcceptLegacySecrets},
 		tokenserver.Deps{
-			Registry: clients.NewStore(rdb, getenv("REDIS_KEY_PREFIX"), nil),
+			Registry: clients.NewStore(rdb, env.Getenv("REDIS_KEY_PREFIX"), nil),
 			Keys:     keys,
 			Ready:    func(ctx context.Context) error { return redisconn.Ready(ctx, rdb, time.Second) },
+			Metrics:  m,
 		})
 	if err != nil {
 		return err
 	}
-	defer watchWithdrawals(ctx, rdb, getenv("REDIS_KEY_PREFIX"), cfg.KeysFile, keys, h, logger).Close()
+	defer watchWithdrawals(ctx, rdb, env.Getenv("REDIS_KEY_PREFIX"), cfg.KeysFile, keys, h, logger).Close()
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	mln, err := metrics.Listen(cfg.MetricsAddr)
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("listen on %s (metrics): %w", cfg.MetricsAddr, err)
 	}
 	if err := redisconn.Ping(ctx, rdb, 2*time.Second); err != nil {
 		logger.Warn("redis does not answer yet; requests get 503 until it does", "err", err)
 	}
 	logger.Info("token service listening", "addr", ln.Addr().String(), "issuer", cfg.Issuer, "signing_kid", keys.SigningKeyID())
-	fmt.Fprintf(stdout, "authserver listening on http://%s\n", ln.Addr())
-	return httpserver.Serve(ctx, ln, h, logger, httpserver.MaxConns(cfg.MaxConns))
+	fmt.Fprintf(env.Stdout, "authserver listening on http://%s\n", ln.Addr())
+	return m.ServeWith(ctx, ln, m.Middleware(h), mln, logger, httpserver.MaxConns(cfg.MaxConns))
 }

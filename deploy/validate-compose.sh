@@ -57,8 +57,32 @@ for name in ("redis", "init", "authserver", "resourceserver", "edge"):
     need(name in services, f"service {name} is missing")
 for name, svc in services.items():
     need("container_name" not in svc, f"{name}: container_name prevents --scale")
-    if name != "edge":
+    if "monitoring" in svc.get("profiles", []):
+        # Monitoring may publish on loopback only.
+        for p in svc.get("ports", []):
+            host_ip = p.get("host_ip") if isinstance(p, dict) else str(p).split(":")[0]
+            need(host_ip == "127.0.0.1", f"{name}: a monitoring port must bind 127.0.0.1, not {p!r}")
+    elif name != "edge":
         need(not svc.get("ports"), f"{name}: only the edge publishes a port")
+
+# Metrics: every server pool serves /metrics on a port Prometheus scrapes,
+# never published, and the monitoring profile mounts the shipped files.
+import json, os
+for name, port in (("authserver", "9080"), ("resourceserver", "9081")):
+    addr = services.get(name, {}).get("environment", {}).get("METRICS_ADDR")
+    need(addr == f":{port}", f"{name}: METRICS_ADDR {addr!r}, want ':{port}' (deploy/prometheus/prometheus.yml)")
+for name in ("prometheus", "grafana"):
+    need(name in services and "monitoring" in services[name].get("profiles", []), f"{name}: missing from the monitoring profile")
+for name, files in (("prometheus", ["deploy/prometheus/prometheus.yml", "deploy/prometheus/alerts.yml"]),
+                    ("grafana", ["deploy/grafana/provisioning", "deploy/grafana/dashboards"])):
+    mounts = " ".join(str(v) for v in services.get(name, {}).get("volumes", []))
+    for f in files:
+        need(f in mounts and os.path.exists(f), f"{name}: must mount {f}")
+for f in os.listdir("deploy/grafana/dashboards"):
+    try:
+        json.load(open(os.path.join("deploy/grafana/dashboards", f)))
+    except ValueError as e:
+        problems.append(f"deploy/grafana/dashboards/{f}: {e}")
 
 for name in ("authserver", "resourceserver"):
     svc = services.get(name, {})

@@ -4,12 +4,18 @@
 //
 // Usage:
 //
-//	resourceserver serve [--addr :8081] [--jwks-url URL] [--issuer URL] [--audience A]
-//	                     [--trusted-proxies CIDRS] [--log-level LEVEL] [--base-url URL]
+//	resourceserver serve [--addr :8081] [--metrics-addr 127.0.0.1:9081] [--jwks-url URL]
+//	                     [--issuer URL] [--audience A] [--trusted-proxies CIDRS]
+//	                     [--log-level LEVEL] [--base-url URL]
 //	resourceserver healthcheck [--url http://127.0.0.1:PORT/readyz]
+//	resourceserver help, resourceserver COMMAND --help
+//
+// The files follow the token service's: main.go (main and run), commands.go
+// (the command table, package cli), config.go (serve's flags and their
+// validation), serve.go (the wiring).
 //
 // Every flag of serve has an environment variable, used when the flag is not
-// given: ADDR, JWKS_URL, ISSUER, AUDIENCE, TRUSTED_PROXIES, LOG_LEVEL,
+// given: ADDR, METRICS_ADDR, JWKS_URL, ISSUER, AUDIENCE, TRUSTED_PROXIES, LOG_LEVEL,
 // BASE_URL, and REDIS_URL (also --redis-url, but the environment keeps
 // credentials out of the process list). REDIS_KEY_PREFIX prefixes every
 // Redis key, as on the token service. The server shares nothing with the

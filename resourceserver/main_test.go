@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -81,7 +82,7 @@ func TestRunServe(t *testing.T) {
 	var stdout, stderr syncBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- run(runCtx, []string{"resourceserver", "serve", "--addr", "127.0.0.1:0", "--jwks-url", jwksSrv.URL + "/.well-known/jwks.json"},
+		done <- run(runCtx, []string{"resourceserver", "serve", "--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--jwks-url", jwksSrv.URL + "/.well-known/jwks.json"},
 			getenvOf(map[string]string{"REDIS_URL": redis.URL(), "REDIS_KEY_PREFIX": prefix, "ISSUER": issuerURL, "LOG_LEVEL": "debug"}), &stdout, &stderr)
 	}()
 
@@ -177,7 +178,7 @@ func TestRunServeWithoutKeys(t *testing.T) {
 	var stdout, stderr syncBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"resourceserver", "serve", "--addr", "127.0.0.1:0", "--jwks-url", deadURL},
+		done <- run(ctx, []string{"resourceserver", "serve", "--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--jwks-url", deadURL},
 			getenvOf(map[string]string{"REDIS_URL": redis.URL()}), &stdout, &stderr)
 	}()
 	base := waitListening(t, &stdout, done)
@@ -220,9 +221,9 @@ func TestRunErrors(t *testing.T) {
 	}{
 		{"no command", []string{"resourceserver"}, nil, []string{"no command"}},
 		{"unknown command", []string{"resourceserver", "nope"}, nil, []string{`unknown command "nope"`}},
-		{"stray argument", []string{"resourceserver", "serve", "extra"}, nil, []string{"unexpected arguments: extra"}},
+		{"stray argument", []string{"resourceserver", "serve", "extra"}, nil, []string{"serve takes 0 argument(s), got 1 (run 'resourceserver serve --help')"}},
 		{"unknown flag", []string{"resourceserver", "serve", "--nope"}, nil, []string{"flag provided but not defined"}},
-		{"healthcheck argument", []string{"resourceserver", "healthcheck", "extra"}, nil, []string{"healthcheck takes no arguments"}},
+		{"healthcheck argument", []string{"resourceserver", "healthcheck", "extra"}, nil, []string{"healthcheck takes 0 argument(s), got 1"}},
 		{"healthcheck, nothing listening", []string{"resourceserver", "healthcheck", "--url", "http://127.0.0.1:1/readyz"}, nil, []string{"healthcheck:"}},
 		{
 			"every problem at once",
@@ -254,8 +255,8 @@ func TestRunErrors(t *testing.T) {
 	if err := run(context.Background(), []string{"resourceserver", "serve", "-h"}, getenvOf(map[string]string{"REDIS_URL": "redis://u:hunter2@h:1"}), &stdout, &stderr); err != nil {
 		t.Errorf("serve -h: %v", err)
 	}
-	if !strings.Contains(stderr.String(), "-jwks-url") || strings.Contains(stderr.String(), "hunter2") {
-		t.Errorf("serve -h printed:\n%s", stderr.String())
+	if !strings.Contains(stdout.String(), "  --jwks-url string ") || strings.Contains(stdout.String(), "hunter2") || stderr.String() != "" {
+		t.Errorf("serve -h printed:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
 	}
 }
 
@@ -295,4 +296,55 @@ func waitStatus(t *testing.T, url string, status int) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("%s: last status %d, want %d", url, last, status)
+}
+
+// serve writes one stream of JSON records: go-redis's own lines (a failed
+// dial while Redis is down) come through slog as component "redis".
+func TestRunServeOneLogStream(t *testing.T) {
+	dead := httptest.NewServer(http.NotFoundHandler())
+	deadURL := dead.URL + "/.well-known/jwks.json"
+	dead.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"resourceserver", "serve", "--addr", "127.0.0.1:0", "--metrics-addr", "off", "--jwks-url", deadURL},
+			getenvOf(map[string]string{"REDIS_URL": "redis://" + freeAddr(t) + "/0"}), &stdout, &stderr)
+	}()
+	base := waitListening(t, &stdout, done)
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(stderr.String(), `"component":"redis"`) && time.Now().Before(deadline) {
+		if resp, err := http.Get(base + "/readyz"); err == nil {
+			resp.Body.Close()
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	fromRedis := 0
+	for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Errorf("not a JSON record: %s", line)
+			continue
+		}
+		if rec["component"] == "redis" {
+			fromRedis++
+			if msg, _ := rec["msg"].(string); rec["level"] != "WARN" || !strings.Contains(msg, "failed to dial") {
+				t.Errorf("go-redis record: %v", rec)
+			}
+		}
+	}
+	if fromRedis == 0 {
+		t.Errorf("no go-redis record in:\n%s", stderr.String())
+	}
+}
+
+// freeAddr is a loopback address where nothing listens.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	return "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
 }

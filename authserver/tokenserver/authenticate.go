@@ -181,6 +181,8 @@ func (s *Server) refuse(ctx context.Context, w http.ResponseWriter, r *http.Requ
 			err = &slowDown{retryAfter: int64((wait + time.Second - 1) / time.Second), failures: true}
 		}
 	}
+	oe, _ := toOAuth(err)
+	s.metrics.Refused(endpointOf(r), oe.Code)
 	writeOAuthError(ctx, s.log, w, creds, err)
 }
 

@@ -66,7 +66,9 @@ func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 // token expires or its key is withdrawn.
 func (s *Server) verify(token string) (*accesstoken.Claims, error) {
 	keys := s.keys.Load()
-	if e, ok := s.verified.Get(token); ok {
+	e, ok := s.verified.Get(token)
+	s.metrics.TokenCache(ok && e.keys == keys)
+	if ok {
 		if e.keys != keys { // verified under keys since changed
 			s.verified.Remove(token)
 		} else if err := keys.verifier.CheckTime(e.claims); err != nil {

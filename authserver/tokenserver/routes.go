@@ -1,6 +1,10 @@
 package tokenserver
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/partnerapi/authplatform/pkg/metrics"
+)
 
 // route is one endpoint.
 type route struct {
@@ -61,6 +65,7 @@ func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeDetail(w, http.StatusNotFound, nil, "not found")
 		return
 	}
+	metrics.SetRoute(r.Context(), r.URL.Path) // a route's path: a bounded label
 	h, ok := methods[r.Method]
 	if !ok {
 		writeDetail(w, http.StatusMethodNotAllowed, http.Header{"Allow": {rt.allow[r.URL.Path]}}, "method not allowed")

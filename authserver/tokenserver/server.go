@@ -80,6 +80,8 @@ type Deps struct {
 	Keys     *accesstoken.KeySet
 	// Ready reports whether Redis answers (for /readyz).
 	Ready func(ctx context.Context) error
+	// Metrics counts issued tokens, refusals and cache lookups (optional).
+	Metrics recorder
 }
 
 // Server is the token service's HTTP handler.
@@ -92,6 +94,7 @@ type Server struct {
 	verified *lru.Cache[string, verifiedToken]
 	ceiling  *addressCeiling
 	ready    func(ctx context.Context) error
+	metrics  recorder
 	meta     []byte
 	mux      http.Handler
 }
@@ -117,7 +120,10 @@ func NewServer(logger *slog.Logger, cfg Config, deps Deps) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{log: logger, cfg: cfg, reg: deps.Registry}
+	if deps.Metrics == nil {
+		deps.Metrics = noMetrics{}
+	}
+	s := &Server{log: logger, cfg: cfg, reg: deps.Registry, metrics: deps.Metrics}
 	if s.ceiling, err = newAddressCeiling(cfg.AddressFailuresPerMinute, s.rateClock); err != nil {
 		return nil, err
 	}

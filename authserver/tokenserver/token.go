@@ -45,6 +45,7 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, noStore(), body)
+	s.metrics.TokenIssued()
 }
 
 // loggableID keeps a presented client id out of the logs unless it has the

@@ -208,7 +208,9 @@ func (s *stack) start(ctx context.Context) error {
 	if out, err := exec.CommandContext(ctx, s.bins.auth, "keys", "generate", "--out", keys).CombinedOutput(); err != nil {
 		return fmt.Errorf("authserver keys generate: %w: %s", err, out)
 	}
-	env := []string{"REDIS_URL=" + s.redisURL}
+	// Each server's metrics listener on a free port: served as in
+	// production, never in the way of another run's.
+	env := []string{"REDIS_URL=" + s.redisURL, "METRICS_ADDR=127.0.0.1:0"}
 	if s.cfg.LogLevel != "" {
 		env = append(env, "LOG_LEVEL="+s.cfg.LogLevel)
 	}

@@ -7,6 +7,13 @@
 //
 //	go run ./deploy/local [--addr 127.0.0.1:8000] [--keys FILE]
 //
-// It prints the base URL, the sandbox clients' credentials and copy-paste
-// curl commands. Ctrl-C stops it cleanly.
+// (--addr 127.0.0.1:8001, or 127.0.0.1:0 for any free port, when 8000 is
+// taken.) It prints the base URL, the sandbox clients' credentials, shell
+// lines that work when pasted as printed (the token into $TOKEN with curl
+// and sed, then GET /api/v1/me/), and the REDIS_URL (and REDIS_KEY_PREFIX)
+// under which `go run ./authserver clients ...` manages the same registry
+// while it runs, the in-process one included. Restarted against a registry
+// that holds the sandbox already, it cannot print the clients' secrets (only
+// hashes are stored): it says so, and its lines get a new secret with
+// `authserver clients rotate-secret`. Ctrl-C stops it cleanly.
 package main

@@ -7,11 +7,14 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/partnerapi/authplatform/authserver/tokenserver"
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
@@ -45,6 +48,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
+	// go-redis has one process-wide logger (no per-client option in v9.23):
+	// its lines join this program's JSON log.
+	redis.SetLogger(logging.Printf(logger.With("component", "redis")))
 
 	redisURL := getenv("REDIS_URL")
 	if redisURL == "" {
@@ -103,7 +109,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		ln.Close()
 		return fmt.Errorf("seed sandbox: %w", err)
 	}
-	printWelcome(stdout, base, redisURL == getenv("REDIS_URL"), org, seeded)
+	printWelcome(stdout, welcome{base: base, redisURL: redisURL, realRedis: redisURL == getenv("REDIS_URL"), prefix: prefix, org: org, seeded: seeded})
 	return httpserver.Serve(ctx, ln, edge(auth, res), logger)
 }
 
@@ -130,32 +136,77 @@ func loadOrGenerateKeys(path string) (*accesstoken.KeySet, error) {
 	return accesstoken.NewKeySet(k)
 }
 
-func printWelcome(w io.Writer, base string, realRedis bool, org clients.Org, seeded []clients.SeededClient) {
+// welcome is what the banner tells.
+type welcome struct {
+	base      string
+	redisURL  string
+	realRedis bool   // REDIS_URL was given
+	prefix    string // REDIS_KEY_PREFIX
+	org       clients.Org
+	seeded    []clients.SeededClient
+}
+
+// printWelcome prints the banner: where the stack runs, the sandbox clients,
+// shell lines that work when pasted as printed (a token into $TOKEN, then
+// /me), and how to manage the same registry with the operator CLI. On a
+// restart against an existing registry the clients' secrets are not known
+// (only hashes are stored): the lines then get a fresh one with
+// `authserver clients rotate-secret`.
+func printWelcome(w io.Writer, wl welcome) {
 	where := "an in-process Redis (state is lost on exit; set REDIS_URL to use a real one)"
-	if realRedis {
+	if wl.realRedis {
 		where = "the Redis in REDIS_URL"
 	}
-	fmt.Fprintf(w, "Partner Integration API running at %s on %s\n\n", base, where)
-	fmt.Fprintf(w, "Sandbox organisation %s (%s): demo data only, never real patients.\n", org.Slug, org.Name)
-	var first *clients.SeededClient
-	for i, s := range seeded {
+	fmt.Fprintf(w, "Partner Integration API running at %s on %s\n\n", wl.base, where)
+	fmt.Fprintf(w, "Sandbox organisation %s (%s): demo data only, never real patients.\n", wl.org.Slug, wl.org.Name)
+	for _, s := range wl.seeded {
 		fmt.Fprintf(w, "  %-12s client_id=%s", s.Client.Audience, s.Client.ID)
 		if s.Secret != "" {
 			fmt.Fprintf(w, " client_secret=%s", s.Secret)
-			if first == nil {
-				first = &seeded[i]
-			}
+		} else {
+			fmt.Fprint(w, " (existed already: its secret was shown once, when it was created)")
 		}
 		fmt.Fprintln(w)
 	}
-	if first != nil {
-		fmt.Fprintf(w, "\nGet a token (%s client):\n", first.Client.Audience)
-		fmt.Fprintf(w, "  curl -s -u '%s:%s' -d grant_type=client_credentials %s/api/v1/oauth/token/\n", first.Client.ID, first.Secret, base)
-		fmt.Fprintf(w, "\nCall the API with it:\n")
-		fmt.Fprintf(w, "  curl -s -H \"Authorization: Bearer $TOKEN\" %s/api/v1/me/\n", base)
-		fmt.Fprintf(w, "\nOr both at once:\n")
-		fmt.Fprintf(w, "  TOKEN=$(curl -s -u '%s:%s' -d grant_type=client_credentials %s/api/v1/oauth/token/ | sed -E 's/.*\"access_token\":\"([^\"]+)\".*/\\1/')\n", first.Client.ID, first.Secret, base)
-		fmt.Fprintf(w, "  curl -s -H \"Authorization: Bearer $TOKEN\" %s/api/v1/me/\n", base)
+	// The CLI's environment: the same Redis and key prefix. A password in
+	// a given REDIS_URL is not printed.
+	cliEnv := "REDIS_URL=" + shellQuote(redactedURL(wl.redisURL))
+	if wl.prefix != "" {
+		cliEnv += " REDIS_KEY_PREFIX=" + shellQuote(wl.prefix)
 	}
-	fmt.Fprintf(w, "\nDocs: %s/llms.txt  OpenAPI: %s/api/v1/schema/?format=json\nPress Ctrl-C to stop.\n", base, base)
+	if len(wl.seeded) > 0 {
+		first := wl.seeded[0]
+		fmt.Fprintf(w, "\nTry it (paste these lines into a shell; they need curl and sed):\n")
+		fmt.Fprintf(w, "  CLIENT_ID=%s\n", first.Client.ID)
+		if first.Secret != "" {
+			fmt.Fprintf(w, "  CLIENT_SECRET=%s\n", first.Secret)
+		} else {
+			fmt.Fprintf(w, "  # the clients existed already: a new secret for %s (its old secret and tokens stop working)\n", first.Client.ID)
+			fmt.Fprintf(w, "  CLIENT_SECRET=$(%s go run ./authserver clients rotate-secret \"$CLIENT_ID\" --json | sed -nE 's/.*\"client_secret\": \"([^\"]+)\".*/\\1/p')\n", cliEnv)
+		}
+		fmt.Fprintf(w, "  TOKEN=$(curl -s -u \"$CLIENT_ID:$CLIENT_SECRET\" -d grant_type=client_credentials %s/api/v1/oauth/token/ | sed -E 's/.*\"access_token\":\"([^\"]+)\".*/\\1/')\n", wl.base)
+		fmt.Fprintf(w, "  curl -s -H \"Authorization: Bearer $TOKEN\" %s/api/v1/me/\n", wl.base)
+	}
+	fmt.Fprintf(w, "\nManage this registry while it runs (operator CLI, from this repository):\n")
+	fmt.Fprintf(w, "  export %s\n", cliEnv)
+	fmt.Fprintf(w, "  go run ./authserver clients list --org %s\n", wl.org.Slug)
+	fmt.Fprintf(w, "  go run ./authserver clients rotate-secret CLIENT_ID   # a new secret for a client\n")
+	if redactedURL(wl.redisURL) != wl.redisURL {
+		fmt.Fprintf(w, "REDIS_URL's password is shown as xxxxx: put yours back.\n")
+	}
+	fmt.Fprintf(w, "\nDocs: %s/llms.txt  OpenAPI: %s/api/v1/schema/?format=json\nPress Ctrl-C to stop.\n", wl.base, wl.base)
+}
+
+// redactedURL hides a password in a Redis URL.
+func redactedURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(REDIS_URL)"
+	}
+	return u.Redacted()
+}
+
+// shellQuote quotes s for a POSIX shell.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

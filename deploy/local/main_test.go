@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -14,16 +15,10 @@ import (
 	"github.com/partnerapi/authplatform/pkg/redistest"
 )
 
-// TestLocalStackFollowsItsOwnInstructions starts the one-command stack,
-// runs the curl commands it prints, exactly as printed, and expects a 200
-// from /api/v1/me/ describing the sandbox client.
-func TestLocalStackFollowsItsOwnInstructions(t *testing.T) {
-	if _, err := exec.LookPath("curl"); err != nil {
-		t.Skip("curl is not installed")
-	}
-	rdb := redistest.Client(t)
-	prefix := redistest.Prefix(t, rdb)
-	env := map[string]string{"REDIS_URL": redistest.URL(), "REDIS_KEY_PREFIX": prefix}
+// startLocal runs the stack with env until the test ends and returns its
+// welcome text; stop ends it early.
+func startLocal(t *testing.T, env map[string]string) (text string, stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
@@ -31,7 +26,12 @@ func TestLocalStackFollowsItsOwnInstructions(t *testing.T) {
 		done <- run(ctx, []string{"local", "--addr", "127.0.0.1:0"}, func(k string) string { return env[k] }, pw, io.Discard)
 		pw.Close()
 	}()
-	t.Cleanup(func() {
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
 		cancel()
 		select {
 		case err := <-done:
@@ -41,7 +41,8 @@ func TestLocalStackFollowsItsOwnInstructions(t *testing.T) {
 		case <-time.After(15 * time.Second):
 			t.Error("local stack did not stop within 15 s of cancellation")
 		}
-	})
+	}
+	t.Cleanup(stop)
 
 	// Read the welcome text up to its last line.
 	var out strings.Builder
@@ -53,33 +54,85 @@ func TestLocalStackFollowsItsOwnInstructions(t *testing.T) {
 		}
 	}
 	go io.Copy(io.Discard, pr) //nolint:errcheck // drain
-	text := out.String()
-	if !strings.Contains(text, "sandbox-simulation") || !strings.Contains(text, "demo data only") {
-		t.Fatalf("welcome text does not name the sandbox organisation:\n%s", text)
-	}
+	return out.String(), stop
+}
+
+// block returns the indented lines that follow the line starting with
+// heading, as printed (without their two-space indent).
+func block(t *testing.T, text, heading string) []string {
+	t.Helper()
 	lines := strings.Split(text, "\n")
-	var script []string
 	for i, l := range lines {
-		if strings.HasPrefix(l, "Or both at once:") {
-			script = []string{strings.TrimSpace(lines[i+1]), strings.TrimSpace(lines[i+2])}
+		if !strings.HasPrefix(l, heading) {
+			continue
 		}
+		var out []string
+		for _, b := range lines[i+1:] {
+			if !strings.HasPrefix(b, "  ") {
+				break
+			}
+			out = append(out, strings.TrimPrefix(b, "  "))
+		}
+		return out
 	}
-	if len(script) != 2 {
-		t.Fatalf("no copy-paste commands in:\n%s", text)
+	t.Fatalf("no %q in:\n%s", heading, text)
+	return nil
+}
+
+// repoRoot is the module's root, where the printed `go run ./authserver`
+// lines are meant to be run.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		t.Fatal(err)
 	}
-	cmd := exec.Command("bash", "-c", "set -e\n"+script[0]+"\n"+strings.Replace(script[1], "curl -s ", "curl -s -w '\\n%{http_code}' ", 1))
+	return filepath.Dir(strings.TrimSpace(string(out)))
+}
+
+// tryIt runs the "Try it" lines exactly as printed, with bash in the
+// repository's root, and returns /me's status and body.
+func tryIt(t *testing.T, text string) (status string, me map[string]any) {
+	t.Helper()
+	script := block(t, text, "Try it")
+	if len(script) < 4 {
+		t.Fatalf("Try it: %d lines:\n%s", len(script), text)
+	}
+	last := len(script) - 1
+	script[last] = strings.Replace(script[last], "curl -s ", "curl -s -w '\\n%{http_code}' ", 1)
+	cmd := exec.Command("bash", "-c", "set -e\n"+strings.Join(script, "\n"))
+	cmd.Dir = repoRoot(t)
 	got, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("printed commands failed: %v\n%s", err, got)
 	}
 	body, status, _ := strings.Cut(strings.TrimSpace(string(got)), "\n")
-	if status != "200" {
-		t.Fatalf("GET /api/v1/me/ with the printed commands: status %s, body %s", status, body)
+	if status == "200" {
+		if err := json.Unmarshal([]byte(body), &me); err != nil {
+			t.Fatalf("/me body is not JSON: %v: %s", err, body)
+		}
+	} else {
+		t.Errorf("GET /api/v1/me/ with the printed commands: status %s, body %s", status, body)
 	}
-	var me map[string]any
-	if err := json.Unmarshal([]byte(body), &me); err != nil {
-		t.Fatalf("/me body is not JSON: %v: %s", err, body)
+	return status, me
+}
+
+var firstClientRE = regexp.MustCompile(`hospital +client_id=(svc_\w+)`)
+
+// TestLocalStackFollowsItsOwnInstructions starts the one-command stack,
+// runs the shell lines it prints, exactly as printed, and expects a 200
+// from /api/v1/me/ describing the sandbox client.
+func TestLocalStackFollowsItsOwnInstructions(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl is not installed")
 	}
+	rdb := redistest.Client(t)
+	prefix := redistest.Prefix(t, rdb)
+	text, _ := startLocal(t, map[string]string{"REDIS_URL": redistest.URL(), "REDIS_KEY_PREFIX": prefix})
+	if !strings.Contains(text, "sandbox-simulation") || !strings.Contains(text, "demo data only") {
+		t.Fatalf("welcome text does not name the sandbox organisation:\n%s", text)
+	}
+	_, me := tryIt(t, text)
 	if me["environment"] != "sandbox" || me["api_version"] != "1" || me["audience"] != "hospital" {
 		t.Errorf("/me = %v, want a sandbox hospital client of api_version 1", me)
 	}
@@ -87,8 +140,62 @@ func TestLocalStackFollowsItsOwnInstructions(t *testing.T) {
 	if org["slug"] != "sandbox-simulation" {
 		t.Errorf("organization = %v, want the simulation organisation", org)
 	}
-	if id := regexp.MustCompile(`client_id=(svc_\w+)`).FindStringSubmatch(text); id == nil || me["client_id"] != id[1] {
-		t.Errorf("/me client_id = %v, want the first printed client %v", me["client_id"], id)
+	if id := firstClientRE.FindStringSubmatch(text); id == nil || me["client_id"] != id[1] {
+		t.Errorf("/me client_id = %v, want the printed hospital client %v", me["client_id"], id)
+	}
+	// The operator CLI is told the same Redis and key prefix.
+	manage := block(t, text, "Manage this registry")
+	if want := "export REDIS_URL='" + redistest.URL() + "' REDIS_KEY_PREFIX='" + prefix + "'"; manage[0] != want {
+		t.Errorf("manage: %q, want %q", manage[0], want)
+	}
+}
+
+// TestLocalStackRestart: against a registry that holds the sandbox already,
+// no secret can be printed (only hashes are stored); the banner says so and
+// its lines get a working secret with `authserver clients rotate-secret`.
+func TestLocalStackRestart(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl is not installed")
+	}
+	rdb := redistest.Client(t)
+	prefix := redistest.Prefix(t, rdb)
+	env := map[string]string{"REDIS_URL": redistest.URL(), "REDIS_KEY_PREFIX": prefix}
+	first, stop := startLocal(t, env)
+	stop()
+	text, _ := startLocal(t, env)
+	if strings.Contains(text, "svc_cs_") || strings.Count(text, "(existed already: its secret was shown once, when it was created)") != 3 {
+		t.Fatalf("restart banner prints a secret or does not say the clients existed:\n%s", text)
+	}
+	id := firstClientRE.FindStringSubmatch(first)
+	if id == nil || !strings.Contains(text, "CLIENT_ID="+id[1]+"\n") || !strings.Contains(text, "clients rotate-secret \"$CLIENT_ID\" --json") {
+		t.Fatalf("restart banner does not rotate the same hospital client %v:\n%s", id, text)
+	}
+	_, me := tryIt(t, text)
+	if me["client_id"] != id[1] {
+		t.Errorf("/me client_id = %v, want %s", me["client_id"], id[1])
+	}
+}
+
+// TestLocalStackHandsOverInProcessRedis: with no REDIS_URL, the banner
+// names the in-process Redis, and the operator CLI lines it prints manage
+// that very registry.
+func TestLocalStackHandsOverInProcessRedis(t *testing.T) {
+	text, _ := startLocal(t, map[string]string{})
+	manage := block(t, text, "Manage this registry")
+	if !regexp.MustCompile(`^export REDIS_URL='redis://127\.0\.0\.1:\d+/0'$`).MatchString(manage[0]) ||
+		manage[1] != "go run ./authserver clients list --org sandbox-simulation" {
+		t.Fatalf("manage lines:\n%s", strings.Join(manage, "\n"))
+	}
+	cmd := exec.Command("bash", "-c", "set -e\n"+manage[0]+"\n"+manage[1])
+	cmd.Dir = repoRoot(t)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, m := range regexp.MustCompile(`client_id=(svc_\w+)`).FindAllStringSubmatch(text, -1) {
+		if !strings.Contains(string(out), m[1]+" ") {
+			t.Errorf("clients list does not show %s:\n%s", m[1], out)
+		}
 	}
 }
 

@@ -14,6 +14,14 @@
 //
 // with a rotation every 10 s.
 //
-// The tests need redis-server and caddy. Under CI=true a missing one is a
+// TestMetrics runs a real Prometheus (the Debian prometheus package) that
+// scrapes every replica's metrics listener each second, drives the partner
+// journey (tokens, /me, a 429, a rotation then a 401 with the old token, the
+// old secret refused) and checks through Prometheus's query API that each
+// counter moved by exactly what the journey did, that the alert rules of
+// deploy/prometheus load, and that every series the Grafana dashboard and
+// the alerts read exists.
+//
+// The tests need redis-server and caddy (and prometheus for TestMetrics). Under CI=true a missing one is a
 // failure; otherwise the test is skipped. go test -short skips it too.
 package topology

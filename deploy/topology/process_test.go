@@ -245,7 +245,8 @@ func servedBy(t *testing.T, servers []*server, id string) (*server, map[string]a
 // server is a replica of the token service or of the resource server.
 type server struct {
 	*process
-	base string // http://127.0.0.1:PORT
+	base    string // http://127.0.0.1:PORT
+	metrics string // host:port of its /metrics listener
 }
 
 func (s *server) String() string { return fmt.Sprintf("%s (%s)", s.name, s.base) }

@@ -157,8 +157,10 @@ func (top *topology) startServer(t *testing.T, name string, env []string, bin st
 func (top *topology) startServerOn(t *testing.T, port int, name string, env []string, bin string, args ...string) *server {
 	t.Helper()
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	p := startProcess(t, name, env, filepath.Join(top.bin, bin), append([]string{"serve", "--addr", addr}, args...)...)
-	return &server{process: p, base: "http://" + addr}
+	// Every replica's metrics on a port of its own, as on separate hosts.
+	metricsAddr := "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+	p := startProcess(t, name, env, filepath.Join(top.bin, bin), append([]string{"serve", "--addr", addr, "--metrics-addr", metricsAddr}, args...)...)
+	return &server{process: p, base: "http://" + addr, metrics: metricsAddr}
 }
 
 // startEdge runs caddy with deploy/Caddyfile, the file the compose edge

@@ -4,6 +4,7 @@
 // keep-alive switched off near it so idle connections never hold the
 // slots), the connection closed after a request that carried both
 // Content-Length and Transfer-Encoding (RFC 9112 section 6.1), graceful
-// shutdown when the context ends (SIGTERM), and the readiness probe the
-// container images use in place of curl.
+// shutdown when the context ends (SIGTERM), and the health check command
+// both binaries share (Healthcheck, ProbeURL), which the container images
+// use in place of curl.
 package httpserver

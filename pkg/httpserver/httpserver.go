@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -146,5 +147,31 @@ func Probe(ctx context.Context, url string) error {
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("probe %s: answered %d", url, resp.StatusCode)
 	}
+	return nil
+}
+
+// ProbeURL is the default URL of a binary's healthcheck command: /readyz on
+// loopback at HEALTHCHECK_PORT, else at the port of ADDR (the serve setting
+// a container shares with its health check), else at defaultPort.
+func ProbeURL(getenv func(string) string, defaultPort string) string {
+	port := getenv("HEALTHCHECK_PORT")
+	if port == "" {
+		if _, p, err := net.SplitHostPort(getenv("ADDR")); err == nil && p != "" {
+			port = p
+		} else {
+			port = defaultPort
+		}
+	}
+	return "http://127.0.0.1:" + port + "/readyz"
+}
+
+// Healthcheck is the healthcheck command of both binaries, for container
+// health checks in images without a shell or curl: it prints "ok" when url
+// answers 200 and returns an error otherwise.
+func Healthcheck(ctx context.Context, url string, stdout io.Writer) error {
+	if err := Probe(ctx, url); err != nil {
+		return fmt.Errorf("healthcheck: %w", err)
+	}
+	fmt.Fprintln(stdout, "ok")
 	return nil
 }

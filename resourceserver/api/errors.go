@@ -127,6 +127,7 @@ func problemOf(err error) *problem {
 // level, with their cause.
 func (s *server) fail(c *gin.Context, err error) {
 	p := problemOf(err)
+	s.countRefusal(p, err)
 	switch p {
 	case errInternal:
 		s.logAt(c, slog.LevelError, "internal error", slog.Any("error", err))

@@ -161,7 +161,7 @@ func (s *server) authenticate(c *gin.Context) {
 		setRateLimitHeaders(c, adm.Description.RateLimitPerMinute, adm.Decision)
 		s.fail(c, fmt.Errorf("%w: client %s", rateLimited(adm.Decision), claims.ClientID))
 	case clients.Dead:
-		s.fail(c, fmt.Errorf("%w: client %s revoked or credentials rotated", errInvalidToken, claims.ClientID))
+		s.fail(c, fmt.Errorf("%w: %w: client %s", errInvalidToken, errRevoked, claims.ClientID))
 	default:
 		s.fail(c, fmt.Errorf("admit %s: unknown outcome %d", claims.ClientID, adm.Outcome))
 	}

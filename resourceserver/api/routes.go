@@ -9,7 +9,7 @@ func (s *server) routes() {
 	e := s.engine
 	// Order: the request id first so that every later record carries it;
 	// the access log around recovery so that it logs the 500 of a panic.
-	e.Use(s.requestID, s.accessLog, s.recovery)
+	e.Use(s.requestID, s.routeLabel, s.accessLog, s.recovery)
 	e.NoRoute(s.notFound)
 	e.NoMethod(s.methodNotAllowed)
 

@@ -64,6 +64,8 @@ type Deps struct {
 	// Redis is checked by /readyz: the node, the Sentinel-managed primary
 	// or every primary of a Cluster must answer (redisconn.Ready).
 	Redis redis.UniversalClient
+	// Metrics counts refusals and token cache lookups (optional).
+	Metrics Metrics
 }
 
 // server holds what the handlers share. It is immutable after newServer.
@@ -73,7 +75,9 @@ type server struct {
 	deps   Deps
 	engine *gin.Engine
 	tokens *tokenVerifier
-	docs   docSet
+	// metrics is Deps.Metrics, or noMetrics.
+	metrics Metrics
+	docs    docSet
 	// authenticated is the route group behind bearer authentication and the
 	// rate limit; routes.go adds /api/v1 endpoints to it.
 	authenticated *gin.RouterGroup
@@ -93,6 +97,9 @@ func newServer(logger *slog.Logger, cfg Config, deps Deps) *server {
 	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
+	}
+	if deps.Metrics == nil {
+		deps.Metrics = noMetrics{}
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -118,12 +125,13 @@ func newServer(logger *slog.Logger, cfg Config, deps Deps) *server {
 
 	verifier := accesstoken.NewVerifier(deps.Keys, cfg.Issuer, cfg.Audience, cfg.Now)
 	s := &server{
-		logger: logger,
-		cfg:    cfg,
-		deps:   deps,
-		engine: e,
-		tokens: newTokenVerifier(verifier, deps.Keys, cfg.TokenCacheSize),
-		docs:   newDocSet(deps.Docs),
+		logger:  logger,
+		cfg:     cfg,
+		deps:    deps,
+		engine:  e,
+		tokens:  newTokenVerifier(verifier, deps.Keys, cfg.TokenCacheSize, deps.Metrics.TokenCache),
+		metrics: deps.Metrics,
+		docs:    newDocSet(deps.Docs),
 	}
 	s.routes()
 	return s

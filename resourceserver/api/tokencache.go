@@ -38,6 +38,8 @@ type tokenVerifier struct {
 	v     verifier
 	keys  accesstoken.KeySource
 	cache *lru.Cache[string, verifiedToken]
+	// lookedUp counts cache hits and misses.
+	lookedUp func(hit bool)
 }
 
 // verifiedToken is a cache entry: the claims (shared, read-only) and the kid
@@ -47,12 +49,12 @@ type verifiedToken struct {
 	kid    string
 }
 
-func newTokenVerifier(v verifier, keys accesstoken.KeySource, size int) *tokenVerifier {
+func newTokenVerifier(v verifier, keys accesstoken.KeySource, size int, lookedUp func(hit bool)) *tokenVerifier {
 	cache, err := lru.New[string, verifiedToken](size)
 	if err != nil {
 		panic("api: token cache: " + err.Error()) // only for size <= 0, which newServer rules out
 	}
-	return &tokenVerifier{v: v, keys: keys, cache: cache}
+	return &tokenVerifier{v: v, keys: keys, cache: cache, lookedUp: lookedUp}
 }
 
 // tokenErrors are the accesstoken errors that mean "not a valid token". Any
@@ -77,7 +79,9 @@ func isTokenError(err error) bool {
 // verify returns the claims of a valid token. Its errors are either token
 // errors (isTokenError) or a failure to read the key set.
 func (tv *tokenVerifier) verify(token string) (*accesstoken.Claims, error) {
-	if e, ok := tv.cache.Get(token); ok {
+	e, ok := tv.cache.Get(token)
+	tv.lookedUp(ok)
+	if ok {
 		if err := tv.v.CheckTime(e.claims); err != nil {
 			tv.cache.Remove(token)
 			return nil, err

@@ -1,0 +1,281 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/redistest"
+)
+
+// TestMain lets the test binary be the authserver binary: with
+// AUTHSERVER_TEST_MAIN=1 it runs main, so that tests see the real exit
+// status, stdout and stderr of a process.
+func TestMain(m *testing.M) {
+	if os.Getenv("AUTHSERVER_TEST_MAIN") == "1" {
+		main()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// exec runs `authserver args...` as a process with env (and nothing of the
+// test's environment but PATH) and returns its stdout, stderr and exit
+// status.
+func execAuthserver(t *testing.T, env map[string]string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = []string{"AUTHSERVER_TEST_MAIN=1", "PATH=" + os.Getenv("PATH")}
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exitErr *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exitErr):
+		code = exitErr.ExitCode()
+	default:
+		t.Fatalf("run authserver: %v", err)
+	}
+	return out.String(), errOut.String(), code
+}
+
+// runAuthserver runs the command line in-process (run) with env.
+func runAuthserver(env map[string]string, args ...string) (stdout, stderr string, err error) {
+	var out, errOut bytes.Buffer
+	err = run(context.Background(), append([]string{"authserver"}, args...), func(k string) string { return env[k] }, &out, &errOut)
+	return out.String(), errOut.String(), err
+}
+
+// The help of one command, exactly: its usage line, what it does and its
+// flags, on stdout, exit 0, with -h, --help and `help COMMAND` alike.
+func TestCommandHelp(t *testing.T) {
+	t.Parallel()
+	want := `usage: authserver clients create --org S --name N --audience pharma|hospital|psp_partner --scopes "..." [--rate-limit N] [--json]
+
+Create a client; prints client_id and client_secret once.
+
+flags:
+  --audience string  pharma, hospital or psp_partner
+  --json             print JSON (README: Operator CLI, JSON output)
+  --name string      client name
+  --org string       slug of an existing organisation
+  --rate-limit int   API requests per minute, at least 1 (default 120)
+  --scopes string    space-separated scopes
+`
+	// As a process, and in-process for the other spellings.
+	if stdout, stderr, code := execAuthserver(t, nil, "clients", "create", "--help"); stdout != want || stderr != "" || code != 0 {
+		t.Errorf("authserver clients create --help: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	for _, args := range [][]string{
+		{"clients", "create", "-h"},
+		{"clients", "create", "--org", "x", "--help"},
+		{"help", "clients", "create"},
+	} {
+		stdout, stderr, err := runAuthserver(nil, args...)
+		if stdout != want || stderr != "" || err != nil {
+			t.Errorf("authserver %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, stdout, stderr)
+		}
+	}
+	// The help never shows the environment's values of secrets.
+	stdout, _, err := runAuthserver(map[string]string{"REDIS_URL": "redis://u:hunter2@h:1/0"}, "serve", "--help")
+	if err != nil || strings.Contains(stdout, "hunter2") || !strings.Contains(stdout, "\n  --metrics-addr string     listen address of GET /metrics, or off (env METRICS_ADDR) (default 127.0.0.1:9080)\n") {
+		t.Errorf("serve --help: %v\n%s", err, stdout)
+	}
+	// Every command of the table has a help of its own.
+	for _, c := range commands() {
+		stdout, stderr, err := runAuthserver(nil, append(strings.Fields(c.Name), "--help")...)
+		if err != nil || stderr != "" || !strings.HasPrefix(stdout, "usage: authserver "+c.Name) || !strings.Contains(stdout, c.Summary) {
+			t.Errorf("authserver %s --help: %v\n%s%s", c.Name, err, stdout, stderr)
+		}
+	}
+	// A group lists its subcommands.
+	stdout, stderr, err := runAuthserver(nil, "clients", "--help")
+	if err != nil || stderr != "" || !strings.HasPrefix(stdout, "usage: authserver clients SUBCOMMAND") || strings.Count(stdout, "\n  clients ") != 7 {
+		t.Errorf("clients --help: %v\n%s%s", err, stdout, stderr)
+	}
+	// help lists every command and the exit statuses.
+	stdout, stderr, code := execAuthserver(t, nil, "help")
+	if code != 0 || stderr != "" || !strings.HasPrefix(stdout, "usage: authserver COMMAND [SUBCOMMAND]") ||
+		strings.Count(stdout, "\n  ") != 2*len(commands()) || !strings.Contains(stdout, "Exit status: 0 success, 1 runtime failure, 2 usage error, 3 change written but not") {
+		t.Errorf("help: exit %d\n%s%s", code, stdout, stderr)
+	}
+}
+
+// Exit statuses and messages, as a process: 2 for usage, 1 for runtime
+// failures, one line on stderr, nothing on stdout.
+func TestExitStatus(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Client(t)
+	prefix := redistest.Prefix(t, rdb)
+	env := map[string]string{"REDIS_URL": redisURL(t, rdb), "REDIS_KEY_PREFIX": prefix}
+	unknown := clients.NewClientID()
+	deadRedis := map[string]string{"REDIS_URL": "redis://127.0.0.1:" + strconv.Itoa(redistest.FreePort(t)) + "/0"}
+	for _, tc := range []struct {
+		env    map[string]string
+		args   []string
+		stderr string // "" + prefix match when it ends with "..."
+		code   int
+	}{
+		{nil, nil, "", 2},
+		{nil, []string{"frobnicate"}, "authserver: unknown command \"frobnicate\" (run 'authserver help')\n", 2},
+		{nil, []string{"clients"}, "", 2},
+		{env, []string{"clients", "list", "--org", "nope"}, "authserver: organisation \"nope\": not found\n", 1},
+		{env, []string{"clients", "audit", unknown}, "authserver: client " + unknown + ": not found\n", 1},
+		{env, []string{"clients", "show", unknown}, "authserver: client " + unknown + ": not found\n", 1},
+		{env, []string{"clients", "create", "--org", "nope", "--name", "N", "--audience", "pharma", "--rate-limit", "0"},
+			"authserver: --rate-limit 0: a limit must be at least 1 request per minute\n", 2},
+		{env, []string{"clients", "set-rate-limit", unknown, "0"}, "authserver: rate limit 0: a limit must be at least 1 request per minute\n", 2},
+		{env, []string{"clients", "set-rate-limit", "--token", unknown, "0"}, "authserver: rate limit 0: a limit must be at least 1 request per minute\n", 2},
+		{env, []string{"orgs", "list", "--nope"}, "authserver: orgs list: flag provided but not defined: -nope (run 'authserver orgs list --help')\n", 2},
+		{deadRedis, []string{"orgs", "list"}, "authserver: cannot reach Redis (REDIS_URL): dial tcp 127.0.0.1:...", 1},
+		{map[string]string{"REDIS_URL": "ftp://[::1"}, []string{"orgs", "list"}, "authserver: REDIS_URL is not a URL\n", 2},
+	} {
+		name := strings.Join(tc.args, " ")
+		stdout, stderr, code := execAuthserver(t, tc.env, tc.args...)
+		if code != tc.code || stdout != "" {
+			t.Errorf("authserver %s: exit %d, want %d; stdout %q", name, code, tc.code, stdout)
+		}
+		if p, ok := strings.CutSuffix(tc.stderr, "..."); ok {
+			// go-redis's own "pool.go: failed to dial" line is silenced:
+			// the one line is the command's.
+			if !strings.HasPrefix(stderr, p) || strings.Count(stderr, "\n") != 1 {
+				t.Errorf("authserver %s: stderr %q, want one line starting %q", name, stderr, p)
+			}
+		} else if tc.stderr != "" && stderr != tc.stderr {
+			t.Errorf("authserver %s: stderr %q, want %q", name, stderr, tc.stderr)
+		}
+	}
+	// The usage of a missing command goes to stderr.
+	if _, stderr, _ := execAuthserver(t, nil); !strings.HasPrefix(stderr, "usage: authserver COMMAND") || !strings.HasSuffix(stderr, "authserver: no command given\n") {
+		t.Errorf("no command: stderr %q", stderr)
+	}
+}
+
+// exitCode 3: a change written on the primary that no replica confirmed.
+func TestExitCodeNotReplicated(t *testing.T) {
+	t.Parallel()
+	for err, want := range map[error]int{
+		nil: 0,
+		fmt.Errorf("rotate svc_x: %w", clients.ErrNotReplicated): 3,
+		usagef("bad"):                            2,
+		fmt.Errorf("x: %w", clients.ErrNotFound): 1,
+	} {
+		if got := exitCode(err); got != want {
+			t.Errorf("exitCode(%v) = %d, want %d", err, got, want)
+		}
+	}
+}
+
+// The JSON of the operator commands is one documented object or array
+// (README: JSON output): the fields, and nothing else, of a client.
+func TestJSONOutput(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.must("orgs", "create", "--slug", "acme", "--name", "Acme", "--environment", "live")
+	out := h.must("clients", "create", "--org", "acme", "--name", "ERP", "--audience", "pharma", "--scopes", "events.subscribe", "--json")
+	var created map[string]any
+	if err := json.Unmarshal([]byte(out), &created); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for k := range created {
+		keys = append(keys, k)
+	}
+	want := "audience client_id client_secret created_at credential_generation environment name organization_name organization_slug rate_limit_per_minute scopes status token_rate_limit_per_minute updated_at"
+	if got := strings.Join(sortedStrings(keys), " "); got != want {
+		t.Errorf("clients create --json fields:\n%s\nwant\n%s", got, want)
+	}
+	if !strings.HasPrefix(out, "{\n  \"client_id\": ") || !strings.HasSuffix(out, "}\n") {
+		t.Errorf("not indented JSON: %s", out)
+	}
+}
+
+func sortedStrings(s []string) []string {
+	for i := range s {
+		for j := i + 1; j < len(s); j++ {
+			if s[j] < s[i] {
+				s[i], s[j] = s[j], s[i]
+			}
+		}
+	}
+	return s
+}
+
+// serve writes one stream of JSON records: go-redis's own lines (a failed
+// dial while Redis is down) come through slog as component "redis".
+func TestServeOneLogStream(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	keys := filepath.Join(t.TempDir(), "keys.json")
+	h.must("keys", "generate", "--out", keys)
+	cmd := exec.Command(os.Args[0], "serve", "--addr", "127.0.0.1:0", "--metrics-addr", "off", "--keys", keys)
+	cmd.Env = []string{"AUTHSERVER_TEST_MAIN=1", "REDIS_URL=redis://127.0.0.1:" + strconv.Itoa(redistest.FreePort(t)) + "/0"}
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}()
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "authserver listening on http://") {
+		t.Fatalf("stdout %q (%v); stderr:\n%s", line, err, stderr.String())
+	}
+	base := strings.TrimSpace(strings.TrimPrefix(line, "authserver listening on "))
+	// /readyz pings Redis, which is down: go-redis fails to dial and says so.
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(stderr.String(), `"component":"redis"`) && time.Now().Before(deadline) {
+		if resp, err := httpGet(base + "/readyz"); err == nil && resp != 503 {
+			t.Fatalf("/readyz with Redis down: %d", resp)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var fromRedis int
+	for _, l := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(l), &rec); err != nil {
+			t.Errorf("stderr line is not a JSON record: %s", l)
+			continue
+		}
+		if rec["component"] == "redis" {
+			fromRedis++
+			if rec["level"] != "WARN" || !strings.Contains(rec["msg"].(string), "failed to dial") {
+				t.Errorf("go-redis record: %v", rec)
+			}
+		}
+	}
+	if fromRedis == 0 {
+		t.Errorf("no go-redis record in:\n%s", stderr.String())
+	}
+}
+
+func httpGet(url string) (int, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}

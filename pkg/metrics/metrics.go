@@ -1,0 +1,182 @@
+package metrics
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/partnerapi/authplatform/pkg/httpserver"
+)
+
+// namespace starts every metric name of this project.
+const namespace = "partnerapi"
+
+// Path is where the metrics listener answers.
+const Path = "/metrics"
+
+// latencyBuckets (seconds) spread over what the servers answer in: from a
+// cached verification (tens of microseconds) to a Redis timeout (1 s).
+var latencyBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5}
+
+// Metrics is one server instance's registry and the metrics both servers
+// share. Create it with New; it is safe for concurrent use.
+type Metrics struct {
+	// Registry holds this instance's metrics only.
+	Registry *prometheus.Registry
+
+	httpRequests  *prometheus.CounterVec
+	httpDuration  *prometheus.HistogramVec
+	redisDuration *prometheus.HistogramVec
+	redisErrors   *prometheus.CounterVec
+	tokenCache    *prometheus.CounterVec
+}
+
+// New returns a fresh registry holding the build information of service
+// ("authserver" or "resourceserver"), the Go runtime and process metrics,
+// and the HTTP, Redis and token cache metrics.
+func New(service string) *Metrics {
+	reg := prometheus.NewRegistry()
+	m := &Metrics{
+		Registry: reg,
+		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "http_requests_total",
+			Help: "HTTP requests answered, by route pattern, method and status class.",
+		}, []string{"route", "method", "code"}),
+		httpDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "http_request_duration_seconds",
+			Help: "Time from a request's arrival to its answer, by route pattern.", Buckets: latencyBuckets,
+		}, []string{"route"}),
+		redisDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "redis_command_duration_seconds",
+			Help: "Redis command round trips (a pipeline counts as one), by command.", Buckets: latencyBuckets,
+		}, []string{"command"}),
+		redisErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "redis_errors_total",
+			Help: "Redis commands and dials that failed (not a missing key), by command (\"dial\" for a connection attempt).",
+		}, []string{"command"}),
+		tokenCache: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "token_cache_requests_total",
+			Help: "Lookups of the verified-token cache, by result (hit or miss).",
+		}, []string{"result"}),
+	}
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		buildInfo(service),
+		m.httpRequests, m.httpDuration, m.redisDuration, m.redisErrors, m.tokenCache,
+	)
+	m.redisErrors.WithLabelValues("dial")
+	m.tokenCache.WithLabelValues("hit")
+	m.tokenCache.WithLabelValues("miss")
+	return m
+}
+
+// buildInfo is the constant 1 labelled with the build: the module version
+// and the VCS commit the binary was built from (runtime/debug.ReadBuildInfo;
+// "unknown" when the binary carries none, as under go test).
+func buildInfo(service string) prometheus.Collector {
+	version, revision, modified := "unknown", "unknown", "false"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Version != "" {
+			version = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				revision = s.Value
+			case "vcs.modified":
+				modified = s.Value
+			}
+		}
+	}
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "build_info",
+		Help: "Always 1; the labels name the service and the build (module version, VCS commit, uncommitted changes, Go version).",
+		ConstLabels: prometheus.Labels{
+			"service": service, "version": version, "revision": revision, "modified": modified,
+			"goversion": runtime.Version(),
+		},
+	})
+	g.Set(1)
+	return g
+}
+
+// TokenCache counts one lookup of a verified-token cache.
+func (m *Metrics) TokenCache(hit bool) {
+	if hit {
+		m.tokenCache.WithLabelValues("hit").Inc()
+	} else {
+		m.tokenCache.WithLabelValues("miss").Inc()
+	}
+}
+
+// Handler answers GET /metrics in the Prometheus exposition formats.
+func (m *Metrics) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET "+Path, promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry}))
+	return mux
+}
+
+// Serve serves Handler on ln until ctx ends, like the partner-facing
+// listener (httpserver.Serve: timeouts, graceful shutdown).
+func (m *Metrics) Serve(ctx context.Context, ln net.Listener, logger *slog.Logger) error {
+	return httpserver.Serve(ctx, ln, m.Handler(), logger.With(slog.String("listener", "metrics")))
+}
+
+// Listen opens the metrics listener on addr, or returns nil for "off".
+func Listen(addr string) (net.Listener, error) {
+	if addr == Off {
+		return nil, nil
+	}
+	return net.Listen("tcp", addr)
+}
+
+// Off as a metrics address turns the metrics listener off.
+const Off = "off"
+
+// ValidAddr reports whether addr is "off" or host:port.
+func ValidAddr(addr string) bool {
+	if addr == Off {
+		return true
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	_, err = strconv.ParseUint(port, 10, 16)
+	return err == nil
+}
+
+// since is the seconds elapsed since start.
+func since(start time.Time) float64 { return time.Since(start).Seconds() }
+
+// ServeWith serves h on ln (httpserver.Serve) and, unless mln is nil, the
+// metrics on mln, until ctx ends. The metrics listener outlives the API's
+// graceful shutdown, so that a last scrape sees the final counts, and stops
+// right after it.
+func (m *Metrics) ServeWith(ctx context.Context, ln net.Listener, h http.Handler, mln net.Listener, logger *slog.Logger, opts ...httpserver.Option) error {
+	if mln == nil {
+		return httpserver.Serve(ctx, ln, h, logger, opts...)
+	}
+	mctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	done := make(chan error, 1)
+	logger.Info("metrics listening", slog.String("addr", mln.Addr().String()), slog.String("path", Path))
+	go func() { done <- m.Serve(mctx, mln, logger) }()
+	err := httpserver.Serve(ctx, ln, h, logger, opts...)
+	stop()
+	if merr := <-done; err == nil && merr != nil {
+		err = fmt.Errorf("metrics: %w", merr)
+	}
+	return err
+}

@@ -1,0 +1,118 @@
+package metrics_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/partnerapi/authplatform/pkg/metrics"
+	"github.com/partnerapi/authplatform/pkg/redistest"
+)
+
+// TestRedisHook runs commands against the real Redis through the hook: a
+// missing key and go-redis's own NOSCRIPT fallback are answers, a command
+// against the wrong type is an error, and a dial to a closed port is one.
+func TestRedisHook(t *testing.T) {
+	rdb := redistest.Client(t)
+	prefix := redistest.Prefix(t, rdb)
+	m := metrics.New("test")
+	ctx := context.Background()
+	// A client of its own, so that its connections start under the hook:
+	// go-redis's connection handshake is no error.
+	opt, err := redis.ParseURL(redistest.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb = redis.NewClient(opt)
+	defer rdb.Close()
+	rdb.AddHook(m.RedisHook())
+
+	if err := rdb.Get(ctx, prefix+"missing").Err(); err != redis.Nil {
+		t.Fatalf("GET missing: %v", err)
+	}
+	// A script Redis has never seen: EVALSHA answers NOSCRIPT, go-redis
+	// sends EVAL. The nanosecond makes the script new to this Redis.
+	script := redis.NewScript("return " + strconv.FormatInt(time.Now().UnixNano(), 10))
+	if err := script.Run(ctx, rdb, []string{prefix + "k"}).Err(); err != nil {
+		t.Fatalf("script: %v", err)
+	}
+	rdb.Set(ctx, prefix+"s", "text", time.Minute)
+	if err := rdb.Incr(ctx, prefix+"s").Err(); err == nil {
+		t.Fatal("INCR of a string succeeded")
+	}
+	want := `
+# HELP partnerapi_redis_errors_total Redis commands and dials that failed (not a missing key), by command ("dial" for a connection attempt).
+# TYPE partnerapi_redis_errors_total counter
+partnerapi_redis_errors_total{command="dial"} 0
+partnerapi_redis_errors_total{command="incr"} 1
+`
+	if err := testutil.GatherAndCompare(m.Registry, strings.NewReader(want), "partnerapi_redis_errors_total"); err != nil {
+		t.Error(err)
+	}
+	if n := testutil.CollectAndCount(m.Registry, "partnerapi_redis_command_duration_seconds"); n < 5 {
+		t.Errorf("%d duration series, want get, evalsha, eval, set, incr", n)
+	}
+
+	// Nothing listens on a free port: the dial fails and is counted.
+	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t)), MaxRetries: -1, DialerRetries: 1})
+	defer dead.Close()
+	dead.AddHook(m.RedisHook())
+	if err := dead.Ping(ctx).Err(); err == nil {
+		t.Fatal("PING of a closed port succeeded")
+	}
+	// The failed dial, and the PING it failed.
+	want = strings.Replace(want, `{command="dial"} 0`, `{command="dial"} 1`, 1) + `partnerapi_redis_errors_total{command="ping"} 1
+`
+	if err := testutil.GatherAndCompare(m.Registry, strings.NewReader(want), "partnerapi_redis_errors_total"); err != nil {
+		t.Error(err)
+	}
+}
+
+// The metrics listener answers GET /metrics in the text format, with the
+// build information, and nothing else.
+func TestHandler(t *testing.T) {
+	m := metrics.New("authserver")
+	metrics.NewTokenService(m).TokenIssued()
+	srv := httptest.NewServer(m.Handler())
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + metrics.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	text := string(body)
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") ||
+		!strings.Contains(text, "\npartnerapi_tokens_issued_total 1\n") ||
+		!strings.Contains(text, `partnerapi_build_info{goversion="go`) || !strings.Contains(text, `service="authserver"`) ||
+		!strings.Contains(text, "\ngo_goroutines ") || !strings.Contains(text, "\nprocess_resident_memory_bytes ") {
+		t.Errorf("GET /metrics: %d %s\n%s", resp.StatusCode, resp.Header.Get("Content-Type"), text)
+	}
+	if resp, err := http.Get(srv.URL + "/"); err != nil || resp.StatusCode != 404 {
+		t.Errorf("GET /: %v %v", resp, err)
+	}
+	// Two instances in one process: registries of their own.
+	other := metrics.New("authserver")
+	if n := testutil.CollectAndCount(other.Registry, "partnerapi_tokens_issued_total"); n != 0 {
+		t.Errorf("a fresh registry holds the other instance's counter (%d series)", n)
+	}
+}
+
+func TestValidAddr(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"off": true, ":9080": true, "127.0.0.1:0": true, "[::1]:9080": true,
+		"": false, "9080": false, "localhost": false, ":99999": false, "on": false,
+	} {
+		if got := metrics.ValidAddr(addr); got != want {
+			t.Errorf("ValidAddr(%q) = %v, want %v", addr, got, want)
+		}
+	}
+}

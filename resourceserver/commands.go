@@ -1,0 +1,31 @@
+package main
+
+import (
+	"context"
+	"flag"
+
+	"github.com/partnerapi/authplatform/pkg/cli"
+	"github.com/partnerapi/authplatform/pkg/httpserver"
+)
+
+// commands is the table of every resourceserver command: `resourceserver
+// help` lists it, and each row gives its command's --help.
+func commands() []cli.Command {
+	return []cli.Command{
+		{Name: "serve", Synopsis: "[--addr A] [--metrics-addr A] [--jwks-url URL] [--issuer URL] [--audience A] [--trusted-proxies CIDRS] [--log-level L] [--base-url URL]",
+			Summary: "Answer the partner API (GET /api/v1/me/) and the documentation, and serve metrics on --metrics-addr.",
+			Setup:   serveCommand},
+		{Name: "healthcheck", Synopsis: "[--url URL]",
+			Summary: "Exit 0 when the local /readyz answers 200 (container health checks without curl).",
+			Setup:   healthcheckCommand},
+	}
+}
+
+// healthcheckCommand probes /readyz on HEALTHCHECK_PORT, else the port of
+// ADDR, else 8081.
+func healthcheckCommand(fs *flag.FlagSet, env cli.Env) cli.Action {
+	url := fs.String("url", httpserver.ProbeURL(env.Getenv, "8081"), "URL that must answer 200")
+	return func(ctx context.Context, _ []string) error {
+		return httpserver.Healthcheck(ctx, *url, env.Stdout)
+	}
+}

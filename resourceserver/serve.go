@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/partnerapi/authplatform/pkg/cli"
+	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/httpserver"
+	"github.com/partnerapi/authplatform/pkg/logging"
+	"github.com/partnerapi/authplatform/pkg/metrics"
+	"github.com/partnerapi/authplatform/pkg/redisconn"
+	"github.com/partnerapi/authplatform/resourceserver/api"
+	"github.com/partnerapi/authplatform/resourceserver/apidocs"
+	"github.com/partnerapi/authplatform/resourceserver/jwks"
+)
+
+// shutdownTimeout bounds how long the key cache may take to stop.
+const shutdownTimeout = 10 * time.Second
+
+func serveCommand(fs *flag.FlagSet, env cli.Env) cli.Action {
+	cfg := &config{}
+	finish := cfg.declareFlags(fs, env.Getenv)
+	return func(ctx context.Context, _ []string) error {
+		finish()
+		return serve(ctx, cfg, env)
+	}
+}
+
+// serve runs the resource server until ctx is cancelled. It starts even
+// when Redis or the JWKS cannot be reached yet: /readyz reports it and API
+// requests answer 503 until they can.
+func serve(ctx context.Context, cfg *config, env cli.Env) error {
+	if err := cfg.Validate(); err != nil {
+		return cli.AsUsage(err)
+	}
+	logger, err := logging.New(env.Stderr, cfg.LogLevel)
+	if err != nil {
+		return cli.AsUsage(err)
+	}
+	logRedis(logger)
+	m := metrics.NewResourceServer(metrics.New("resourceserver"))
+
+	rdb, err := redisconn.Open(cfg.RedisURL)
+	if err != nil {
+		return cli.AsUsage(err)
+	}
+	defer rdb.Close()
+	rdb.AddHook(m.RedisHook())
+
+	// The key cache lives until serve returns.
+	keysCtx, stopKeys := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopKeys()
+	keys, err := jwks.New(keysCtx, cfg.JWKSURL, jwks.Options{
+		Logger:     logger,
+		HTTPClient: &http.Client{Timeout: jwks.DefaultFetchTimeout, Transport: m.JWKSTransport(nil)},
+	})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		defer cancel()
+		_ = keys.Close(sctx)
+	}()
+
+	// Withdrawn signing keys (authserver keys withdraw): refused from the
+	// moment the notice arrives, and the JWKS fetched again.
+	withdrawals := watchWithdrawals(keysCtx, rdb, cfg.KeyPrefix, keys, logger)
+	defer withdrawals.Close()
+
+	docs, err := apidocs.New(cfg.BaseURL)
+	if err != nil {
+		return err
+	}
+	handler := api.NewServer(logger, api.Config{
+		Issuer:         cfg.Issuer,
+		Audience:       cfg.Audience,
+		TrustedProxies: cfg.trust,
+	}, api.Deps{
+		Clients: clients.NewStore(rdb, cfg.KeyPrefix, nil),
+		Keys:    withdrawals.Filter(keys),
+		Docs:    docs,
+		Redis:   rdb,
+		Metrics: m,
+	})
+
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	mln, err := metrics.Listen(cfg.MetricsAddr)
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("listen on %s (metrics): %w", cfg.MetricsAddr, err)
+	}
+	logger.Info("listening", slog.String("addr", ln.Addr().String()), slog.String("jwks_url", cfg.JWKSURL),
+		slog.String("issuer", cfg.Issuer), slog.String("audience", cfg.Audience))
+	fmt.Fprintf(env.Stdout, "resourceserver listening on http://%s\n", ln.Addr())
+	return m.ServeWith(ctx, ln, m.Middleware(handler), mln, logger, httpserver.MaxConns(cfg.maxConns))
+}
