@@ -43,7 +43,7 @@ func (s *server) countRefusal(p *problem, err error) {
 	switch {
 	case p == errNoToken:
 		reason = metrics.ReasonMissingToken
-	case p == errRateLimited:
+	case p.status == http.StatusTooManyRequests: // errRateLimited, or its copy with a longer Retry-After
 		reason = metrics.ReasonRateLimited
 	case p.status == http.StatusForbidden:
 		reason = metrics.ReasonInsufficientScope
