@@ -149,9 +149,6 @@ type stackConfig struct {
 
 type option func(*stackConfig)
 
-// withFailureLimit sets the per-address limit of failed authentications.
-func withFailureLimit(n int64) option { return func(c *stackConfig) { c.failuresPerMinute = n } }
-
 func newStack(t testing.TB, opts ...option) *stack {
 	t.Helper()
 	cfg := stackConfig{}

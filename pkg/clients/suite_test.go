@@ -215,5 +215,3 @@ func hashTag(key string) string {
 	}
 	return key[i : i+j+2]
 }
-
-func redisZ(score float64, member string) redis.Z { return redis.Z{Score: score, Member: member} }

@@ -12,9 +12,6 @@ import (
 	"github.com/partnerapi/authplatform/pkg/testclock"
 )
 
-// fakeClock is the tests' hand-moved clock.
-type fakeClock = testclock.Clock
-
 var t0 = time.Date(2031, 3, 14, 15, 9, 26, 535_000_000, time.UTC)
 
 func TestMain(m *testing.M) { os.Exit(redistest.RunMain(m)) }

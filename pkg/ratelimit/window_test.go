@@ -15,7 +15,6 @@ import (
 	"github.com/partnerapi/authplatform/pkg/testclock"
 )
 
-func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
 
 // exactCount is the number of admitted requests in (to-length, to].
 func exactCount(admitted []int64, length, to int64) int64 {

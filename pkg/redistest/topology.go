@@ -87,14 +87,6 @@ func portFree(p int) bool {
 	return true
 }
 
-// nodeClient is a plain client to one node, closed with the test.
-func nodeClient(t testing.TB, s *Server) *redis.Client {
-	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: s.Addr(), DialTimeout: time.Second, ReadTimeout: 2 * time.Second, MaxRetries: -1})
-	t.Cleanup(func() { _ = c.Close() })
-	return c
-}
-
 // infoField reads one field of INFO section from a node ("" when the node
 // does not answer).
 func infoField(ctx context.Context, s *Server, section, field string) string {
@@ -242,15 +234,22 @@ func (c *Cluster) slotOwner(ctx context.Context, key string) (*Server, error) {
 		cl := redis.NewClient(&redis.Options{Addr: n.Addr(), DialTimeout: 500 * time.Millisecond, MaxRetries: -1})
 		slot, err := cl.ClusterKeySlot(ctx, key).Result()
 		if err == nil {
-			var slots []redis.ClusterSlot
-			slots, err = cl.ClusterSlots(ctx).Result()
-			for _, s := range slots {
-				if int64(s.Start) <= slot && slot <= int64(s.End) && len(s.Nodes) > 0 {
-					_ = cl.Close()
-					if owner := c.byAddr(s.Nodes[0].Addr); owner != nil {
-						return owner, nil
+			var shards []redis.ClusterShard
+			shards, err = cl.ClusterShards(ctx).Result()
+			for _, sh := range shards {
+				for _, r := range sh.Slots {
+					if r.Start > slot || slot > r.End {
+						continue
 					}
-					return nil, fmt.Errorf("slot %d served by unknown node %s", slot, s.Nodes[0].Addr)
+					for _, n := range sh.Nodes {
+						if n.Role == "master" && n.Health == "online" {
+							_ = cl.Close()
+							if owner := c.byAddr(n.IP + ":" + strconv.FormatInt(n.Port, 10)); owner != nil {
+								return owner, nil
+							}
+							return nil, fmt.Errorf("slot %d served by unknown node %s:%d", slot, n.IP, n.Port)
+						}
+					}
 				}
 			}
 		}
