@@ -15,7 +15,6 @@ import (
 	"github.com/partnerapi/authplatform/pkg/testclock"
 )
 
-
 // exactCount is the number of admitted requests in (to-length, to].
 func exactCount(admitted []int64, length, to int64) int64 {
 	lo, _ := slices.BinarySearch(admitted, to-length+1)
