@@ -4,7 +4,6 @@ package topology
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -351,28 +350,9 @@ func failover(t *testing.T, rt redistest.Topology) {
 	// dead, the new secret works.
 	top.wantInvalidClient(t, old)
 	top.wantMeStatus(t, top.edge, oldToken, http.StatusUnauthorized)
-	if active := top.introspect(t, c, oldToken); active {
+	if active := top.introspectAt(t, top.edge, c, oldToken); active {
 		t.Errorf("the token of the rotated-away secret is active after the failover")
 	}
 	fresh := top.token(t, c, basicAuth)
 	top.wantMe(t, top.edge, fresh, c.ID)
-}
-
-// introspect asks the edge whether token is active, as client c.
-func (top *topology) introspect(t *testing.T, c credentials, token string) bool {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, top.edge+"/api/v1/oauth/introspect/", strings.NewReader(url.Values{"token": {token}}.Encode()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.SetBasicAuth(url.QueryEscape(c.ID), url.QueryEscape(c.Secret))
-	a := top.do(t, req)
-	var body struct {
-		Active bool `json:"active"`
-	}
-	if a.status != http.StatusOK || json.Unmarshal(a.body, &body) != nil {
-		t.Fatalf("introspection: %d %s", a.status, a.body)
-	}
-	return body.Active
 }
