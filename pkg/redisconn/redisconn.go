@@ -10,6 +10,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
 // DefaultURL is used when REDIS_URL is empty.
@@ -59,6 +60,7 @@ func Open(rawURL string) (redis.UniversalClient, error) {
 		}
 		tune(q, &opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.MaxRetries, &opt.DialerRetries)
 		opt.ClusterStateReloadInterval = clusterReloadInterval
+		opt.MaintNotificationsConfig = noMaintNotifications()
 		return build("REDIS_URL (cluster)", func() redis.UniversalClient {
 			cc := redis.NewClusterClient(opt)
 			cc.AddHook(reloadOnConnError{cc: cc})
@@ -70,8 +72,20 @@ func Open(rawURL string) (redis.UniversalClient, error) {
 			return nil, fmt.Errorf("REDIS_URL: %w", err)
 		}
 		tune(q, &opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.MaxRetries, &opt.DialerRetries)
+		opt.MaintNotificationsConfig = noMaintNotifications()
 		return build("REDIS_URL", func() redis.UniversalClient { return redis.NewClient(opt) })
 	}
+}
+
+// noMaintNotifications turns off go-redis's maintenance notifications
+// (CLIENT MAINT_NOTIFICATIONS, a Redis Cloud/Enterprise feature that open
+// source Redis 7 refuses). In its default "auto" mode go-redis tries the
+// handshake on every new connection and, on the refusal, rewrites the
+// client's options under a lock that a Conn (ConfirmedWrite's dedicated
+// connection) does not share: the race detector reports it, and the
+// handshake is a wasted round trip per connection anyway.
+func noMaintNotifications() *maintnotifications.Config {
+	return &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 }
 
 // build runs a go-redis constructor, which panics on some option values a URL
