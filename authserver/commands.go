@@ -1,9 +1,6 @@
 package main
 
 import (
-	"context"
-	"flag"
-
 	"github.com/partnerapi/authplatform/pkg/cli"
 	"github.com/partnerapi/authplatform/pkg/httpserver"
 )
@@ -17,7 +14,7 @@ func commands() []cli.Command {
 			Setup:   serveCommand},
 		{Name: "healthcheck", Synopsis: "[--url URL]",
 			Summary: "Exit 0 when the local /readyz answers 200 (container health checks without curl).",
-			Setup:   healthcheckCommand("8080")},
+			Setup:   httpserver.HealthcheckCommand("8080")},
 		{Name: "keys generate", Synopsis: "--out FILE [--alg EdDSA|ES256] [--rotate [--keep N] | --stage] [--json]",
 			Summary: "Write a signing key set (0600); --rotate signs with a new key, --stage publishes one without signing with it.",
 			Setup:   keysGenerate},
@@ -60,17 +57,6 @@ func commands() []cli.Command {
 		{Name: "sandbox seed", Synopsis: "[--json]",
 			Summary: "Create, idempotently, the sandbox-simulation organisation (demo data only) and one demo client per audience.",
 			Setup:   sandboxSeed},
-	}
-}
-
-// healthcheckCommand: healthcheck [--url URL], probing /readyz on
-// HEALTHCHECK_PORT, else the port of ADDR, else defaultPort.
-func healthcheckCommand(defaultPort string) func(fs *flag.FlagSet, env cli.Env) cli.Action {
-	return func(fs *flag.FlagSet, env cli.Env) cli.Action {
-		url := fs.String("url", httpserver.ProbeURL(env.Getenv, defaultPort), "URL that must answer 200")
-		return func(ctx context.Context, _ []string) error {
-			return httpserver.Healthcheck(ctx, *url, env.Stdout)
-		}
 	}
 }
 

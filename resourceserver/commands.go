@@ -1,9 +1,6 @@
 package main
 
 import (
-	"context"
-	"flag"
-
 	"github.com/partnerapi/authplatform/pkg/cli"
 	"github.com/partnerapi/authplatform/pkg/httpserver"
 )
@@ -17,15 +14,6 @@ func commands() []cli.Command {
 			Setup:   serveCommand},
 		{Name: "healthcheck", Synopsis: "[--url URL]",
 			Summary: "Exit 0 when the local /readyz answers 200 (container health checks without curl).",
-			Setup:   healthcheckCommand},
-	}
-}
-
-// healthcheckCommand probes /readyz on HEALTHCHECK_PORT, else the port of
-// ADDR, else 8081.
-func healthcheckCommand(fs *flag.FlagSet, env cli.Env) cli.Action {
-	url := fs.String("url", httpserver.ProbeURL(env.Getenv, "8081"), "URL that must answer 200")
-	return func(ctx context.Context, _ []string) error {
-		return httpserver.Healthcheck(ctx, *url, env.Stdout)
+			Setup:   httpserver.HealthcheckCommand("8081")},
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -17,75 +16,11 @@ import (
 // Window of every per-minute limit.
 const Window = time.Minute
 
-// Credential is what the token endpoint needs to authenticate a client.
-// For an unknown id it is the zero-standing credential: Matches still hashes
-// and compares, and always fails.
-type Credential struct {
-	ClientID   string
-	Audience   string
-	Scopes     []string
-	Generation int64
-	active     bool
-	digest     Digest
-	checks     *atomic.Int64
-}
-
-// Matches hashes secret and compares it with the stored digest in constant
-// time, on the same path for unknown, revoked and active clients (no timing
-// oracle); only an active client's right secret matches.
-func (c *Credential) Matches(secret string) bool {
-	if c.checks != nil {
-		c.checks.Add(1)
-	}
-	ok := c.digest.Matches(secret)
-	return ok && c.active
-}
-
-// Credential reads what authenticating id takes, in one round trip. An
-// unknown id, or one that is not even of the id's form, gives a credential
-// that never matches, never an error.
-func (s *Store) Credential(ctx context.Context, id string) (*Credential, error) {
-	cred := &Credential{ClientID: id, digest: unknownDigest, checks: &s.digestChecks}
-	if !ValidClientID(id) {
-		return cred, nil
-	}
-	v, err := s.rdb.HMGet(ctx, s.clientKey(id), "status", "secret_digest", "generation", "scopes", "audience").Result()
-	if err != nil {
-		return nil, unavailable("read credential", err)
-	}
-	status, _ := v[0].(string)
-	d, ok := digestFrom(str(v[1]))
-	if !ok {
-		return cred, nil
-	}
-	cred.digest = d
-	cred.active = status == StatusActive
-	cred.Generation, _ = strconv.ParseInt(str(v[2]), 10, 64)
-	cred.Scopes = scopesFrom(str(v[3]))
-	cred.Audience = str(v[4])
-	return cred, nil
-}
-
 // DigestChecks is how many secrets this Store's credentials have hashed and
 // compared: one per authentication attempt, whatever its outcome.
 func (s *Store) DigestChecks() int64 { return s.digestChecks.Load() }
 
 func str(v any) string { s, _ := v.(string); return s }
-
-// digestFrom reads a stored digest: 32 raw bytes, or (records written
-// before) 64 hexadecimal digits.
-func digestFrom(v string) (Digest, bool) {
-	var d Digest
-	switch len(v) {
-	case len(d):
-		copy(d[:], v)
-		return d, true
-	case 2 * len(d):
-		_, err := hex.Decode(d[:], []byte(v))
-		return d, err == nil
-	}
-	return d, false
-}
 
 // Admission outcomes of AdmitToken and AdmitAPI.
 type Outcome int

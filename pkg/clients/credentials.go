@@ -124,11 +124,3 @@ func (d Digest) Matches(secret string) bool {
 	got := DigestOf(secret)
 	return subtle.ConstantTimeCompare(got[:], d[:]) == 1
 }
-
-// unknownDigest is compared against when there is no client: no secret
-// hashes to it (it is not the digest of any string anyone knows).
-var unknownDigest = func() Digest {
-	var d Digest
-	_, _ = rand.Read(d[:])
-	return d
-}()

@@ -280,65 +280,6 @@ func testCreateClientUnknownOrg(t *testing.T, e *env) {
 	}
 }
 
-func testCredential(t *testing.T, e *env) {
-	c, secret := e.hospital(t)
-	other, otherSecret := e.client(t, clients.ClientSpec{OrgSlug: "st-elsewhere", Name: "other", Audience: clients.AudiencePharma})
-
-	cred, err := e.store.Credential(ctx(t), c.ID)
-	if err != nil {
-		t.Fatalf("Credential: %v", err)
-	}
-	if cred.ClientID != c.ID || cred.Audience != clients.AudienceHospital || cred.Generation != 1 || !slices.Equal(cred.Scopes, clients.AllScopes) {
-		t.Fatalf("Credential = %+v, want the client's id, audience, generation 1 and scopes", cred)
-	}
-	tests := []struct {
-		name   string
-		secret string
-		want   bool
-	}{
-		{"right secret", secret, true},
-		{"another client's secret", otherSecret, false},
-		{"empty", "", false},
-		{"one character off", secret[:len(secret)-1] + flip(secret[len(secret)-1]), false},
-		{"prefix only", clients.SecretPrefix, false},
-		{"secret with trailing space", secret + " ", false},
-	}
-	for _, tc := range tests {
-		if got := cred.Matches(tc.secret); got != tc.want {
-			t.Errorf("Matches(%s) = %v, want %v", tc.name, got, tc.want)
-		}
-	}
-
-	// An unknown id or one of the wrong form gives a credential, no error,
-	// that never matches: not even the empty secret or a real client's.
-	for _, id := range []string{clients.NewClientID(), "not-an-id", "", "svc_" + strings.Repeat("A", 24), other.ID + "x"} {
-		cred, err := e.store.Credential(ctx(t), id)
-		if err != nil {
-			t.Fatalf("Credential(%q) = %v, want no error", id, err)
-		}
-		if cred == nil {
-			t.Fatalf("Credential(%q) = nil", id)
-		}
-		for _, s := range []string{"", secret, otherSecret, clients.NewSecret()} {
-			if cred.Matches(s) {
-				t.Fatalf("Credential(%q).Matches(%q) = true", id, s)
-			}
-		}
-	}
-
-	// A revoked client never matches, even with its right secret.
-	if _, err := e.store.Revoke(ctx(t), other.ID); err != nil {
-		t.Fatal(err)
-	}
-	cred, err = e.store.Credential(ctx(t), other.ID)
-	if err != nil {
-		t.Fatalf("Credential(revoked): %v", err)
-	}
-	if cred.Matches(otherSecret) {
-		t.Fatal("a revoked client's credential matches its secret")
-	}
-}
-
 func flip(b byte) string {
 	if b == 'A' {
 		return "B"
@@ -364,18 +305,15 @@ func testRotateSecret(t *testing.T, e *env) {
 	if !reflect.DeepEqual(rotated, want) {
 		t.Fatalf("RotateSecret = %+v, want %+v", rotated, want)
 	}
-	cred, err := e.store.Credential(ctx(t), c.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cred.Matches(oldSecret) {
+	if a := e.token(t, c.ID, oldSecret); a.Outcome != clients.BadCredentials {
 		t.Error("the old secret still matches after rotation")
 	}
-	if !cred.Matches(newSecret) {
+	a := e.token(t, c.ID, newSecret)
+	if a.Outcome != clients.Authenticated {
 		t.Error("the new secret does not match")
 	}
-	if cred.Generation != 2 {
-		t.Errorf("credential generation = %d, want 2", cred.Generation)
+	if a.Generation != 2 {
+		t.Errorf("credential generation = %d, want 2", a.Generation)
 	}
 
 	if _, s, err := e.store.RotateSecret(ctx(t), clients.NewClientID()); !errors.Is(err, clients.ErrNotFound) || s != "" {
@@ -419,8 +357,7 @@ func testRevoke(t *testing.T, e *env) {
 	if got, _ := e.store.GetClient(ctx(t), c.ID); got.Generation != 2 {
 		t.Fatalf("a second revoke moved the generation to %d", got.Generation)
 	}
-	cred, _ := e.store.Credential(ctx(t), c.ID)
-	if cred.Matches(secret) {
+	if a := e.token(t, c.ID, secret); a.Outcome != clients.BadCredentials {
 		t.Fatal("revoked client still authenticates")
 	}
 	if _, err := e.store.Revoke(ctx(t), clients.NewClientID()); !errors.Is(err, clients.ErrNotFound) {
@@ -653,9 +590,8 @@ func testSeedSandbox(t *testing.T, e *env) {
 		if !secretRE.MatchString(sc.Secret) {
 			t.Errorf("first seed: client %s has secret %q", c.ID, sc.Secret)
 		}
-		cred, err := e.store.Credential(ctx(t), c.ID)
-		if err != nil || !cred.Matches(sc.Secret) {
-			t.Errorf("seeded secret of %s does not authenticate (%v)", c.ID, err)
+		if a := e.token(t, c.ID, sc.Secret); a.Outcome != clients.Authenticated {
+			t.Errorf("seeded secret of %s does not authenticate (%+v)", c.ID, a)
 		}
 		if c.Environment != clients.EnvironmentSandbox || c.OrgSlug != clients.SandboxOrgSlug || c.Status != clients.StatusActive {
 			t.Errorf("seeded client = %+v", c)

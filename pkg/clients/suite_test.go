@@ -67,7 +67,6 @@ func runStoreSuite(t *testing.T, newStore func(t *testing.T, now func() time.Tim
 		{"CreateClient", testCreateClient},
 		{"CreateClientValidation", testCreateClientValidation},
 		{"CreateClientUnknownOrg", testCreateClientUnknownOrg},
-		{"Credential", testCredential},
 		{"RotateSecret", testRotateSecret},
 		{"Revoke", testRevoke},
 		{"SetRateLimits", testSetRateLimits},
