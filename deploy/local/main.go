@@ -59,12 +59,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if getenv("CI") == "true" {
 			return errors.New("CI=true: set REDIS_URL; the in-process Redis is for local use only")
 		}
-		emb, err := redisconn.StartEmbedded()
+		emb, err := startEmbedded()
 		if err != nil {
 			return err
 		}
-		defer emb.Close()
-		redisURL = emb.URL()
+		defer emb.close()
+		redisURL = emb.url()
 	}
 	rdb, err := redisconn.Open(redisURL)
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 )
@@ -132,27 +131,3 @@ func Ping(ctx context.Context, rdb redis.UniversalClient, timeout time.Duration)
 	defer cancel()
 	return rdb.Ping(ctx).Err()
 }
-
-// Embedded is an in-process Redis (miniredis) for the local stack only: it
-// keeps nothing on disk and lives as long as the process.
-type Embedded struct {
-	srv *miniredis.Miniredis
-}
-
-// StartEmbedded starts an in-process Redis on a free loopback port.
-func StartEmbedded() (*Embedded, error) {
-	srv := miniredis.NewMiniRedis()
-	// Let TTLs run on the wall clock, as on a real Redis, so rate-limit
-	// keys of a long-running local stack expire.
-	srv.ClockTTL(true)
-	if err := srv.Start(); err != nil {
-		return nil, fmt.Errorf("start in-process redis: %w", err)
-	}
-	return &Embedded{srv: srv}, nil
-}
-
-// URL is the redis:// URL of the embedded server.
-func (e *Embedded) URL() string { return "redis://" + e.srv.Addr() + "/0" }
-
-// Close stops the embedded server.
-func (e *Embedded) Close() { e.srv.Close() }
