@@ -2,8 +2,6 @@ package tokenserver
 
 import (
 	"net/http"
-
-	"github.com/partnerapi/authplatform/pkg/accesstoken"
 )
 
 // introspection is an active token's description (RFC 7662 section 2.2).
@@ -47,7 +45,7 @@ func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 	// The caller's own credential, checked above, is active; its token is
 	// live exactly when it carries the same credential generation (a
 	// rotation or revocation raised it), so no second read is needed.
-	claims, err := s.verify(req.Params.Get("token"))
+	claims, err := s.keys.Load().verifier.Verify(req.Params.Get("token"))
 	if err != nil || claims.ClientID != req.Client.ID || claims.Generation != auth.Generation {
 		writeJSON(w, http.StatusOK, noStore(), inactive)
 		return
@@ -57,39 +55,4 @@ func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 		Exp: claims.ExpiresAt, Iat: claims.IssuedAt, Sub: claims.Subject, Aud: claims.Audience,
 		Iss: claims.Issuer, Jti: claims.ID,
 	})
-}
-
-// verify checks a token, caching verified signatures: a resource server that
-// introspects does so for the same token on every request for up to an hour.
-// Time is checked on every use; UseKeys empties the cache when the keys
-// change (a withdrawn key), so a cached signature stays valid until the
-// token expires or its key is withdrawn.
-func (s *Server) verify(token string) (*accesstoken.Claims, error) {
-	keys := s.keys.Load()
-	e, ok := s.verified.Get(token)
-	s.metrics.TokenCache(ok && e.keys == keys)
-	if ok {
-		if e.keys != keys { // verified under keys since changed
-			s.verified.Remove(token)
-		} else if err := keys.verifier.CheckTime(e.claims); err != nil {
-			s.verified.Remove(token)
-			return nil, err
-		} else {
-			return e.claims, nil
-		}
-	}
-	c, err := keys.verifier.Verify(token)
-	if err != nil {
-		return nil, err
-	}
-	s.verified.Add(token, verifiedToken{claims: c, keys: keys})
-	return c, nil
-}
-
-// verifiedToken is a cache entry: the claims and the keys that verified
-// them. An entry of keys other than the current ones is never used, so a
-// token verified while its key was being withdrawn is not kept.
-type verifiedToken struct {
-	claims *accesstoken.Claims
-	keys   *keyState
 }

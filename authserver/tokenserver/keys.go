@@ -14,8 +14,12 @@ import (
 // It changes only through UseKeys.
 type keyState struct {
 	// issuer signs new tokens; nil while the signing key is withdrawn.
-	issuer   *accesstoken.Issuer
-	verifier *accesstoken.Verifier
+	issuer *accesstoken.Issuer
+	// verifier checks tokens for introspection, caching verified
+	// signatures (a resource server that introspects asks about the same
+	// token for up to an hour). Each key state has its own cache, so a
+	// token verified under keys since withdrawn is never answered from it.
+	verifier *accesstoken.CachingVerifier
 	jwks     []byte
 }
 
@@ -27,7 +31,7 @@ var errNoSigningKey = &oauthError{Status: http.StatusServiceUnavailable, Code: "
 // UseKeys makes ks the service's keys, less the keys withdrawn says are
 // withdrawn (nil: none): those are no longer published at the JWKS
 // endpoint, and their tokens are inactive at introspection from now on
-// (the cache of verified tokens is emptied). While ks's signing key is
+// (a fresh cache of verified tokens starts with them). While ks's signing key is
 // withdrawn, the token endpoint answers 503 and /readyz fails, so the edge
 // routes token requests to replicas that have a key to sign with.
 func (s *Server) UseKeys(ks *accesstoken.KeySet, withdrawn func(kid string) bool) error {
@@ -49,8 +53,9 @@ func (s *Server) UseKeys(ks *accesstoken.KeySet, withdrawn func(kid string) bool
 		return fmt.Errorf("jwks: %w", err)
 	}
 	st := &keyState{
-		verifier: accesstoken.NewVerifier(accesstoken.StaticKeys{Set: public}, s.cfg.Issuer, s.cfg.Audience, s.cfg.Now),
-		jwks:     doc,
+		verifier: accesstoken.NewCachingVerifier(accesstoken.NewVerifier(accesstoken.StaticKeys{Set: public}, s.cfg.Issuer, s.cfg.Audience, s.cfg.Now),
+			0, s.metrics.TokenCache),
+		jwks: doc,
 	}
 	if !withdrawn(ks.SigningKeyID()) {
 		if st.issuer, err = accesstoken.NewIssuer(ks, s.cfg.Issuer, s.cfg.Audience); err != nil {
@@ -58,7 +63,6 @@ func (s *Server) UseKeys(ks *accesstoken.KeySet, withdrawn func(kid string) bool
 		}
 	}
 	s.keys.Store(st)
-	s.verified.Purge()
 	return nil
 }
 

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/go-oauth2/oauth2/v4/server"
-	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
 	"github.com/partnerapi/authplatform/pkg/clientip"
@@ -48,9 +47,6 @@ type Config struct {
 	KeyPrefix string
 }
 
-// verifiedCacheSize bounds the introspection cache of verified tokens.
-const verifiedCacheSize = 10000
-
 // DefaultFailuresPerMinute is the per-address and per-client limit of
 // failed client authentications.
 const DefaultFailuresPerMinute = 60
@@ -86,17 +82,16 @@ type Deps struct {
 
 // Server is the token service's HTTP handler.
 type Server struct {
-	log      *slog.Logger
-	cfg      Config
-	reg      registry
-	oauth    *server.Server
-	keys     atomic.Pointer[keyState]
-	verified *lru.Cache[string, verifiedToken]
-	ceiling  *addressCeiling
-	ready    func(ctx context.Context) error
-	metrics  recorder
-	meta     []byte
-	mux      http.Handler
+	log     *slog.Logger
+	cfg     Config
+	reg     registry
+	oauth   *server.Server
+	keys    atomic.Pointer[keyState]
+	ceiling *addressCeiling
+	ready   func(ctx context.Context) error
+	metrics recorder
+	meta    []byte
+	mux     http.Handler
 }
 
 // NewServer wires the token service.
@@ -127,11 +122,7 @@ func NewServer(logger *slog.Logger, cfg Config, deps Deps) (*Server, error) {
 	if s.ceiling, err = newAddressCeiling(cfg.AddressFailuresPerMinute, s.rateClock); err != nil {
 		return nil, err
 	}
-	verified, err := lru.New[string, verifiedToken](verifiedCacheSize)
-	if err != nil {
-		return nil, err
-	}
-	s.verified, s.ready, s.meta = verified, deps.Ready, meta
+	s.ready, s.meta = deps.Ready, meta
 	if err := s.UseKeys(deps.Keys, nil); err != nil {
 		return nil, err
 	}

@@ -53,16 +53,32 @@ func (c *Claims) HasScope(s string) bool {
 // set; a real token has 3 and 9 (10 with "nbf").
 const MaxMembers = 32
 
-// Errors returned by Verify. Every one of them means "not a valid token";
-// they differ only for logs and tests, never on the wire.
+// ErrInvalidToken is what every error below is (errors.Is): the token is
+// not valid. Any other error of a verifier means it could not check the
+// token (its key set could not be read), which a server answers 503, not
+// 401.
+var ErrInvalidToken = errors.New("accesstoken: invalid token")
+
+// Errors returned by Verify. Every one of them is an ErrInvalidToken; they
+// differ only for logs, metrics and tests, never on the wire.
 var (
-	ErrMalformed  = errors.New("accesstoken: malformed token")
-	ErrHeader     = errors.New("accesstoken: unacceptable JOSE header")
-	ErrUnknownKey = errors.New("accesstoken: unknown key id")
-	ErrSignature  = errors.New("accesstoken: bad signature")
-	ErrExpired    = errors.New("accesstoken: expired")
-	ErrNotYet     = errors.New("accesstoken: issued in the future or not valid yet")
-	ErrIssuer     = errors.New("accesstoken: wrong issuer")
-	ErrAudience   = errors.New("accesstoken: wrong audience")
-	ErrClaims     = errors.New("accesstoken: missing or invalid claims")
+	ErrMalformed  error = invalidToken("malformed token")
+	ErrHeader     error = invalidToken("unacceptable JOSE header")
+	ErrUnknownKey error = invalidToken("unknown key id")
+	ErrSignature  error = invalidToken("bad signature")
+	ErrExpired    error = invalidToken("expired")
+	ErrNotYet     error = invalidToken("issued in the future or not valid yet")
+	ErrIssuer     error = invalidToken("wrong issuer")
+	ErrAudience   error = invalidToken("wrong audience")
+	ErrClaims     error = invalidToken("missing or invalid claims")
 )
+
+// invalidTokenError is one reason a token is invalid.
+type invalidTokenError struct{ reason string }
+
+func invalidToken(reason string) *invalidTokenError { return &invalidTokenError{reason} }
+
+func (e *invalidTokenError) Error() string { return "accesstoken: " + e.reason }
+
+// Is makes every reason an ErrInvalidToken.
+func (e *invalidTokenError) Is(target error) bool { return target == ErrInvalidToken }

@@ -10,7 +10,11 @@
 // header member and each claim once and spelt exactly (encoding/json would
 // take the last of two equal keys and match keys case-insensitively), at
 // most MaxMembers of each, and "nbf" honoured with the same Leeway as
-// "iat". Whether the client behind a token is still in good standing
+// "iat". Both servers verify through one CachingVerifier, which keeps
+// verified signatures in a bounded cache, checks time on every use and
+// drops a token whose key left the set; every "not a valid token" error is
+// an ErrInvalidToken, and any other error means the keys could not be read.
+// Whether the client behind a token is still in good standing
 // (credential generation, revocation) is not decided here: that state lives in
 // Redis and is read by package clients.
 package accesstoken

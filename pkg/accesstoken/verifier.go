@@ -69,48 +69,55 @@ func (v *Verifier) Verify(token string) (*Claims, error) {
 // issuer, audience and the presence of every claim. Its result may be cached
 // until the token's "exp"; CheckTime must still run on every use.
 func (v *Verifier) VerifySignature(token string) (*Claims, error) {
+	c, _, err := v.verifySignature(token)
+	return c, err
+}
+
+// verifySignature is VerifySignature that also returns the kid of the key
+// that verified the token.
+func (v *Verifier) verifySignature(token string) (*Claims, string, error) {
 	if len(token) > MaxTokenLength || !strings.HasPrefix(token, Prefix) {
-		return nil, ErrMalformed
+		return nil, "", ErrMalformed
 	}
 	compact := []byte(token[len(Prefix):])
 	hdr, _, sig, err := jwsbb.SplitCompact(compact)
 	if err != nil || !canonicalBase64URL(sig) {
-		return nil, ErrMalformed
+		return nil, "", ErrMalformed
 	}
 	// Each header member once, in one spelling: which of two "kid"s or of
 	// "kid" and "KID" a parser believes differs between parsers.
 	if hj, err := base64.RawURLEncoding.DecodeString(string(hdr)); err != nil || !strictMembers(hj, headerNames) {
-		return nil, ErrHeader
+		return nil, "", ErrHeader
 	}
 	h := jwsbb.HeaderParseCompact(hdr)
 	typ, err := jwsbb.HeaderGetString(h, jws.TypeKey)
 	// RFC 9068 section 4: reject tokens whose typ is not at+jwt.
 	if err != nil || !(strings.EqualFold(typ, TypeHeader) || strings.EqualFold(typ, "application/"+TypeHeader)) {
-		return nil, ErrHeader
+		return nil, "", ErrHeader
 	}
 	kid, err := jwsbb.HeaderGetString(h, jws.KeyIDKey)
 	if err != nil || kid == "" {
-		return nil, ErrHeader
+		return nil, "", ErrHeader
 	}
 	set, err := v.keys.KeySet()
 	if err != nil {
-		return nil, fmt.Errorf("key set: %w", err)
+		return nil, "", fmt.Errorf("key set: %w", err)
 	}
 	key, ok := set.LookupKeyID(kid)
 	if !ok {
-		return nil, ErrUnknownKey
+		return nil, "", ErrUnknownKey
 	}
 	alg, err := keyAlgorithm(key)
 	if err != nil {
-		return nil, ErrUnknownKey
+		return nil, "", ErrUnknownKey
 	}
 	raw, err := rawPublic(key, alg)
 	if err != nil {
-		return nil, ErrUnknownKey
+		return nil, "", ErrUnknownKey
 	}
 	payload, err := jws.VerifyCompactFast(raw, compact, alg)
 	if err != nil {
-		return nil, ErrSignature
+		return nil, "", ErrSignature
 	}
 	// The claims are this service's own fixed set, decoded into a struct:
 	// jwt.Parse would build a generic map-backed token for the same checks.
@@ -119,27 +126,27 @@ func (v *Verifier) VerifySignature(token string) (*Claims, error) {
 	// would decode: each claim must appear once, spelt exactly.
 	var c Claims
 	if !strictMembers(payload, claimNames) {
-		return nil, ErrClaims
+		return nil, "", ErrClaims
 	}
 	if err := json.Unmarshal(payload, &c); err != nil {
-		return nil, ErrClaims
+		return nil, "", ErrClaims
 	}
 	if c.Issuer != v.issuer {
-		return nil, ErrIssuer
+		return nil, "", ErrIssuer
 	}
 	if c.Audience != v.audience {
-		return nil, ErrAudience
+		return nil, "", ErrAudience
 	}
 	if c.ClientID == "" || c.Subject != c.ClientID || c.ID == "" || c.ExpiresAt == 0 || c.IssuedAt == 0 || c.Generation <= 0 {
-		return nil, ErrClaims
+		return nil, "", ErrClaims
 	}
 	// 0 < exp - iat <= Lifetime. iat > 0 and exp > iat keep the subtraction
 	// from overflowing: a signed {"iat": -2^62, "exp": 2^62} would otherwise
 	// wrap to a negative lifetime and be good for ever.
 	if c.IssuedAt <= 0 || c.ExpiresAt <= c.IssuedAt || c.ExpiresAt-c.IssuedAt > int64(Lifetime/time.Second) {
-		return nil, ErrClaims
+		return nil, "", ErrClaims
 	}
-	return &c, nil
+	return &c, kid, nil
 }
 
 // CheckTime checks "exp" and "iat" against the verifier's clock

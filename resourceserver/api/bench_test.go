@@ -106,7 +106,7 @@ func BenchmarkVerify(b *testing.B) {
 	b.Run("cached", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := s.tokens.verify(tok); err != nil {
+			if _, err := s.tokens.Verify(tok); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -138,9 +139,9 @@ func (s *server) authenticate(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	claims, err := s.tokens.verify(req.Token)
+	claims, err := s.tokens.Verify(req.Token)
 	if err != nil {
-		if isTokenError(err) {
+		if errors.Is(err, accesstoken.ErrInvalidToken) {
 			s.fail(c, fmt.Errorf("%w: %w", errInvalidToken, err))
 		} else {
 			s.fail(c, fmt.Errorf("%w: %w", errUnavailable, err))

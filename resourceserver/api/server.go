@@ -34,15 +34,11 @@ type Config struct {
 	// instead of sleeping.
 	RateLimitNow func() time.Time
 	// TokenCacheSize bounds the cache of verified token signatures
-	// (0: DefaultTokenCacheSize).
+	// (0: accesstoken.DefaultCacheSize).
 	TokenCacheSize int
 	// ReadyTimeout bounds the Redis ping of /readyz (0: one second).
 	ReadyTimeout time.Duration
 }
-
-// DefaultTokenCacheSize is the number of verified tokens kept by default:
-// about 7 MB at most.
-const DefaultTokenCacheSize = 10_000
 
 // Admitter decides one API request of a token's client in one Redis round
 // trip: state check, rate limit and description (clients.Store.AdmitAPI).
@@ -74,7 +70,7 @@ type server struct {
 	cfg    Config
 	deps   Deps
 	engine *gin.Engine
-	tokens *tokenVerifier
+	tokens *accesstoken.CachingVerifier
 	// metrics is Deps.Metrics, or noMetrics.
 	metrics Metrics
 	docs    docSet
@@ -104,9 +100,6 @@ func newServer(logger *slog.Logger, cfg Config, deps Deps) *server {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.TokenCacheSize <= 0 {
-		cfg.TokenCacheSize = DefaultTokenCacheSize
-	}
 	if cfg.ReadyTimeout <= 0 {
 		cfg.ReadyTimeout = time.Second
 	}
@@ -123,13 +116,12 @@ func newServer(logger *slog.Logger, cfg Config, deps Deps) *server {
 	e.ForwardedByClientIP = false
 	_ = e.SetTrustedProxies(nil) // nil cannot fail to parse
 
-	verifier := accesstoken.NewVerifier(deps.Keys, cfg.Issuer, cfg.Audience, cfg.Now)
 	s := &server{
 		logger:  logger,
 		cfg:     cfg,
 		deps:    deps,
 		engine:  e,
-		tokens:  newTokenVerifier(verifier, deps.Keys, cfg.TokenCacheSize, deps.Metrics.TokenCache),
+		tokens:  accesstoken.NewCachingVerifier(accesstoken.NewVerifier(deps.Keys, cfg.Issuer, cfg.Audience, cfg.Now), cfg.TokenCacheSize, deps.Metrics.TokenCache),
 		metrics: deps.Metrics,
 		docs:    newDocSet(deps.Docs),
 	}

@@ -1,0 +1,144 @@
+package accesstoken_test
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lestrrat-go/jwx/v3/jwk"
+
+	"github.com/partnerapi/authplatform/pkg/accesstoken"
+)
+
+// swappableKeys is a key source whose set the test replaces, and which
+// counts requests for a refresh (as the resource server's JWKS source).
+type swappableKeys struct {
+	mu        sync.Mutex
+	set       jwk.Set
+	err       error
+	refreshes int
+}
+
+func (k *swappableKeys) KeySet() (jwk.Set, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.set, k.err
+}
+
+func (k *swappableKeys) RefreshSoon() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.refreshes++
+}
+
+func (k *swappableKeys) swap(set jwk.Set, err error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.set, k.err = set, err
+}
+
+// lookups counts the cache's hits and misses.
+type lookups struct{ hits, misses int }
+
+func (l *lookups) count(hit bool) {
+	if hit {
+		l.hits++
+	} else {
+		l.misses++
+	}
+}
+
+// The signature of a token is checked once; its time on every use; a token
+// whose key leaves the set is refused; a key set that cannot be read is not
+// an invalid token.
+func TestCachingVerifier(t *testing.T) {
+	f := newFixture(t, "EdDSA")
+	keys := &swappableKeys{set: f.ks.Public()}
+	clock := now
+	var l lookups
+	cv := accesstoken.NewCachingVerifier(accesstoken.NewVerifier(keys, issuer, audience, func() time.Time { return clock }), 2, l.count)
+	tok, want := f.issue(t, grant(1))
+
+	for range 5 {
+		c, err := cv.Verify(tok)
+		if err != nil || c.ID != want.ID {
+			t.Fatalf("Verify = %+v, %v", c, err)
+		}
+	}
+	if l.misses != 1 || l.hits != 4 {
+		t.Errorf("5 uses of one token: %d misses, %d hits; want 1 and 4", l.misses, l.hits)
+	}
+
+	// One second before "exp" still good from the cache; at "exp" refused,
+	// and dropped (the next use verifies again).
+	clock = now.Add(accesstoken.Lifetime - time.Second)
+	if _, err := cv.Verify(tok); err != nil {
+		t.Fatalf("before exp: %v", err)
+	}
+	clock = now.Add(accesstoken.Lifetime)
+	for i := range 2 {
+		if _, err := cv.Verify(tok); !errors.Is(err, accesstoken.ErrExpired) || !errors.Is(err, accesstoken.ErrInvalidToken) {
+			t.Fatalf("at exp (%d): %v, want ErrExpired, an ErrInvalidToken", i, err)
+		}
+	}
+	if l.misses != 2 {
+		t.Errorf("expired token: %d misses, want 2 (dropped from the cache)", l.misses)
+	}
+
+	// A cached token whose key was withdrawn from the set is refused.
+	clock = now
+	if _, err := cv.Verify(tok); err != nil {
+		t.Fatal(err)
+	}
+	other := newFixture(t, "EdDSA")
+	keys.swap(other.ks.Public(), nil)
+	if _, err := cv.Verify(tok); !errors.Is(err, accesstoken.ErrUnknownKey) {
+		t.Fatalf("withdrawn key: %v, want ErrUnknownKey", err)
+	}
+	if keys.refreshes != 1 {
+		t.Errorf("unknown kid: %d refreshes, want 1", keys.refreshes)
+	}
+
+	// A bad signature under a known key is invalid, and no reason to refresh.
+	otherTok, _ := other.issue(t, grant(1))
+	forged := otherTok[:len(otherTok)-2] + "AA"
+	if forged == otherTok {
+		forged = otherTok[:len(otherTok)-2] + "AB"
+	}
+	if _, err := cv.Verify(forged); !errors.Is(err, accesstoken.ErrInvalidToken) || keys.refreshes != 1 {
+		t.Fatalf("bad signature: %v, %d refreshes", err, keys.refreshes)
+	}
+
+	// Keys not loaded: an error that is not ErrInvalidToken (503, not 401),
+	// and a refresh is asked for; the cached token is not served either.
+	if _, err := cv.Verify(otherTok); err != nil {
+		t.Fatal(err)
+	}
+	keys.swap(nil, errors.New("not loaded"))
+	for _, tk := range []string{otherTok, tok} {
+		if _, err := cv.Verify(tk); err == nil || errors.Is(err, accesstoken.ErrInvalidToken) {
+			t.Fatalf("keys unreadable: %v, want a key set error", err)
+		}
+	}
+	if keys.refreshes != 2 {
+		t.Errorf("keys unreadable: %d refreshes, want 2 (one for the uncached token)", keys.refreshes)
+	}
+}
+
+// Every reason a token is refused is an ErrInvalidToken, and still itself.
+func TestErrInvalidToken(t *testing.T) {
+	for _, err := range []error{accesstoken.ErrMalformed, accesstoken.ErrHeader, accesstoken.ErrUnknownKey,
+		accesstoken.ErrSignature, accesstoken.ErrExpired, accesstoken.ErrNotYet, accesstoken.ErrIssuer,
+		accesstoken.ErrAudience, accesstoken.ErrClaims} {
+		if !errors.Is(err, accesstoken.ErrInvalidToken) || !errors.Is(err, err) {
+			t.Errorf("%v is not an ErrInvalidToken", err)
+		}
+		if errors.Is(err, accesstoken.ErrMalformed) != (err == accesstoken.ErrMalformed) {
+			t.Errorf("%v is ErrMalformed", err)
+		}
+	}
+	if errors.Is(errors.New("key set: down"), accesstoken.ErrInvalidToken) {
+		t.Error("an unrelated error is an ErrInvalidToken")
+	}
+}
