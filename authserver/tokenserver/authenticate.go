@@ -12,6 +12,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/httpserver"
 )
 
 // authenticate is the one way a client authenticates, on the token endpoint
@@ -37,7 +38,7 @@ func (s *Server) authenticate(ctx context.Context, r *http.Request, req *clientR
 	if !req.Client.Present {
 		return clients.Authentication{}, errInvalidClient
 	}
-	annotate(ctx, slog.String("client_id", loggableID(req.Client.ID)))
+	httpserver.Annotate(ctx, slog.String("client_id", loggableID(req.Client.ID)))
 	if !s.secretForm(ctx, req.Client.Secret) {
 		// Refused before any lookup, answered as any invalid_client and
 		// counted, like a failure naming no client, against the address.
@@ -58,7 +59,7 @@ func (s *Server) authenticate(ctx context.Context, r *http.Request, req *clientR
 	case clients.Authenticated:
 		return a, nil
 	case clients.TooManyFailures:
-		annotate(ctx, slog.Bool("failure_budget_spent", true))
+		httpserver.Annotate(ctx, slog.Bool("failure_budget_spent", true))
 		return a, &slowDown{retryAfter: a.Decision.RetryAfterSeconds(), failures: true}
 	case clients.InvalidScope:
 		return a, errInvalidScope
@@ -84,10 +85,10 @@ func (s *Server) secretForm(ctx context.Context, secret string) bool {
 		return true
 	}
 	if s.cfg.AcceptLegacySecrets && clients.LegacySecret(secret) {
-		annotate(ctx, slog.Bool("legacy_secret", true))
+		httpserver.Annotate(ctx, slog.Bool("legacy_secret", true))
 		return true
 	}
-	annotate(ctx, slog.Bool("secret_checksum_failed", true))
+	httpserver.Annotate(ctx, slog.Bool("secret_checksum_failed", true))
 	return false
 }
 
@@ -177,7 +178,7 @@ func (c *addressCeiling) take(addr string) (time.Duration, bool) {
 func (s *Server) refuse(ctx context.Context, w http.ResponseWriter, r *http.Request, creds credentials, err error) {
 	if oe, _ := toOAuth(err); oe == errUnknownClient || oe.Code == "invalid_request" || (oe == errInvalidClient && !creds.Present) {
 		if wait, over := s.ceiling.take(limitKey(s.cfg.Trust.Of(r))); over {
-			annotate(ctx, slog.Bool("address_ceiling", true))
+			httpserver.Annotate(ctx, slog.Bool("address_ceiling", true))
 			err = &slowDown{retryAfter: int64((wait + time.Second - 1) / time.Second), failures: true}
 		}
 	}

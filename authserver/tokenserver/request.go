@@ -87,12 +87,13 @@ func parseBody(r *http.Request) (url.Values, error) {
 	if err != nil {
 		return nil, invalidRequest("Content-Type must be application/x-www-form-urlencoded or application/json")
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+	// The base layer (httpserver.Base) caps the body at MaxBodyBytes.
+	body, err := io.ReadAll(r.Body)
+	if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
+		return nil, errBodyTooLarge
+	}
 	if err != nil {
 		return nil, invalidRequest("request body could not be read")
-	}
-	if len(body) > MaxBodyBytes {
-		return nil, errBodyTooLarge
 	}
 	var params url.Values
 	switch mt {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
 	"github.com/partnerapi/authplatform/pkg/clientip"
+	"github.com/partnerapi/authplatform/pkg/httpserver"
 )
 
 // Config configures the token service's HTTP handler.
@@ -127,7 +128,7 @@ func NewServer(logger *slog.Logger, cfg Config, deps Deps) (*Server, error) {
 		return nil, err
 	}
 	s.oauth = newOAuth(&s.keys, cfg.Now)
-	s.mux = s.middleware(newRouter(s.routes()))
+	s.mux = httpserver.Base{Logger: logger, Trust: cfg.Trust, MaxBodyBytes: MaxBodyBytes}.Wrap(newRouter(s.routes()))
 	return s, nil
 }
 

@@ -139,7 +139,7 @@ func TestAuthentication(t *testing.T) {
 			for _, v := range tt.header {
 				req.Header.Add("Authorization", v)
 			}
-			rec := serve(s.engine, req)
+			rec := serve(s.handler, req)
 			wantJSON(t, rec, tt.status, map[string]any{"detail": tt.detail})
 			wantHeader(t, rec, map[string]string{
 				"WWW-Authenticate": tt.challenge,
@@ -158,7 +158,7 @@ func TestAuthentication(t *testing.T) {
 	for _, v := range []string{"Bearer " + good, "bearer " + good, "BEARER   " + good} {
 		req := httptest.NewRequest(http.MethodGet, "/api/v1/me/", nil)
 		req.Header.Set("Authorization", v)
-		if rec := serve(s.engine, req); rec.Code != http.StatusOK {
+		if rec := serve(s.handler, req); rec.Code != http.StatusOK {
 			t.Errorf("%.20q: %d %s", v, rec.Code, rec.Body)
 		}
 	}
@@ -191,7 +191,7 @@ func TestRotateAndRevokeAcrossReplicas(t *testing.T) {
 
 	tok := f.token(c, "")
 	for _, s := range []*server{a, b, a, b} {
-		if rec := doGet(t, s.engine, "/api/v1/me/", tok); rec.Code != http.StatusOK {
+		if rec := doGet(t, s.handler, "/api/v1/me/", tok); rec.Code != http.StatusOK {
 			t.Fatalf("before rotation: %d %s", rec.Code, rec.Body)
 		}
 	}
@@ -200,7 +200,7 @@ func TestRotateAndRevokeAcrossReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, s := range map[string]*server{"a": a, "b": b} {
-		rec := doGet(t, s.engine, "/api/v1/me/", tok)
+		rec := doGet(t, s.handler, "/api/v1/me/", tok)
 		wantJSON(t, rec, http.StatusUnauthorized, map[string]any{"detail": detailInvalid})
 		wantHeader(t, rec, map[string]string{"WWW-Authenticate": invalidToken})
 		if t.Failed() {
@@ -210,7 +210,7 @@ func TestRotateAndRevokeAcrossReplicas(t *testing.T) {
 	// A token of the new generation works on both.
 	fresh := f.token(rotated, "")
 	for _, s := range []*server{a, b} {
-		if rec := doGet(t, s.engine, "/api/v1/me/", fresh); rec.Code != http.StatusOK {
+		if rec := doGet(t, s.handler, "/api/v1/me/", fresh); rec.Code != http.StatusOK {
 			t.Fatalf("after rotation, new token: %d %s", rec.Code, rec.Body)
 		}
 	}
@@ -218,7 +218,7 @@ func TestRotateAndRevokeAcrossReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range []*server{b, a} {
-		rec := doGet(t, s.engine, "/api/v1/me/", fresh)
+		rec := doGet(t, s.handler, "/api/v1/me/", fresh)
 		wantJSON(t, rec, http.StatusUnauthorized, map[string]any{"detail": detailInvalid})
 	}
 }
@@ -250,7 +250,7 @@ func TestTokenCache(t *testing.T) {
 	tok := f.token(c, "")
 
 	for range 5 {
-		if rec := doGet(t, s.engine, "/api/v1/me/", tok); rec.Code != http.StatusOK {
+		if rec := doGet(t, s.handler, "/api/v1/me/", tok); rec.Code != http.StatusOK {
 			t.Fatalf("%d %s", rec.Code, rec.Body)
 		}
 	}
@@ -260,26 +260,26 @@ func TestTokenCache(t *testing.T) {
 
 	// One second before "exp": still good, from the cache.
 	f.clock.Add(accesstoken.Lifetime - time.Second)
-	if rec := doGet(t, s.engine, "/api/v1/me/", tok); rec.Code != http.StatusOK {
+	if rec := doGet(t, s.handler, "/api/v1/me/", tok); rec.Code != http.StatusOK {
 		t.Fatalf("before exp: %d %s", rec.Code, rec.Body)
 	}
 	// At "exp": refused although cached, and dropped from the cache.
 	f.clock.Add(time.Second)
-	rec := doGet(t, s.engine, "/api/v1/me/", tok)
+	rec := doGet(t, s.handler, "/api/v1/me/", tok)
 	wantJSON(t, rec, http.StatusUnauthorized, map[string]any{"detail": detailInvalid})
-	if rec := doGet(t, s.engine, "/api/v1/me/", tok); rec.Code != http.StatusUnauthorized || cv.misses != 2 {
+	if rec := doGet(t, s.handler, "/api/v1/me/", tok); rec.Code != http.StatusUnauthorized || cv.misses != 2 {
 		t.Errorf("expired token again: %d after %d signature checks, want 401 after a second one (dropped from the cache)", rec.Code, cv.misses)
 	}
 
 	// A cached token whose key is withdrawn is refused.
 	tok = f.token(c, "")
-	if rec := doGet(t, s.engine, "/api/v1/me/", tok); rec.Code != http.StatusOK {
+	if rec := doGet(t, s.handler, "/api/v1/me/", tok); rec.Code != http.StatusOK {
 		t.Fatalf("%d %s", rec.Code, rec.Body)
 	}
 	other, _ := accesstoken.GenerateKey(accesstoken.AlgEdDSA)
 	otherSet, _ := accesstoken.NewKeySet(other)
 	keys.swap(otherSet.Public(), nil)
-	rec = doGet(t, s.engine, "/api/v1/me/", tok)
+	rec = doGet(t, s.handler, "/api/v1/me/", tok)
 	wantJSON(t, rec, http.StatusUnauthorized, map[string]any{"detail": detailInvalid})
 }
 
@@ -301,24 +301,24 @@ func TestUnknownKeyAsksForRefresh(t *testing.T) {
 	s := newServer(nil, f.config(), deps)
 	c := f.client("st-marys", clients.EnvironmentLive, clients.AudienceHospital)
 
-	if rec := doGet(t, s.engine, "/api/v1/me/", f.token(c, "")); rec.Code != 200 || keys.refreshes != 0 {
+	if rec := doGet(t, s.handler, "/api/v1/me/", f.token(c, "")); rec.Code != 200 || keys.refreshes != 0 {
 		t.Fatalf("good token: %d, %d refreshes", rec.Code, keys.refreshes)
 	}
 	otherKey, _ := accesstoken.GenerateKey(accesstoken.AlgEdDSA)
 	otherSet, _ := accesstoken.NewKeySet(otherKey)
 	otherIssuer, _ := accesstoken.NewIssuer(otherSet, testIssuer, testAudience)
 	tok, _, _ := otherIssuer.Issue(accesstoken.Grant{ClientID: c.ID, Generation: 1, Now: f.clock.Now()})
-	if rec := doGet(t, s.engine, "/api/v1/me/", tok); rec.Code != 401 || keys.refreshes != 1 {
+	if rec := doGet(t, s.handler, "/api/v1/me/", tok); rec.Code != 401 || keys.refreshes != 1 {
 		t.Fatalf("unknown kid: %d, %d refreshes", rec.Code, keys.refreshes)
 	}
 	// A bad signature under a known key is no reason to refresh.
 	h, cl, sig := parts(t, f.token(c, ""))
 	sig[0] ^= 1
-	if rec := doGet(t, s.engine, "/api/v1/me/", forge(h, cl, sig)); rec.Code != 401 || keys.refreshes != 1 {
+	if rec := doGet(t, s.handler, "/api/v1/me/", forge(h, cl, sig)); rec.Code != 401 || keys.refreshes != 1 {
 		t.Fatalf("bad signature: %d, %d refreshes", rec.Code, keys.refreshes)
 	}
 	keys.swap(nil, errors.New("not loaded"))
-	if rec := doGet(t, s.engine, "/api/v1/me/", f.token(c, "")); rec.Code != 503 || keys.refreshes != 2 {
+	if rec := doGet(t, s.handler, "/api/v1/me/", f.token(c, "")); rec.Code != 503 || keys.refreshes != 2 {
 		t.Fatalf("keys not loaded: %d, %d refreshes", rec.Code, keys.refreshes)
 	}
 }

@@ -42,7 +42,7 @@ func BenchmarkAuthenticate(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		rec := httptest.NewRecorder()
-		s.engine.ServeHTTP(rec, req)
+		s.handler.ServeHTTP(rec, req)
 		if rec.Code != http.StatusNoContent {
 			b.Fatalf("%d %s", rec.Code, rec.Body)
 		}
@@ -53,7 +53,7 @@ func BenchmarkAuthenticate(b *testing.B) {
 // keep-alive client), real Redis.
 func BenchmarkMe(b *testing.B) {
 	_, s, tok := benchServer(b)
-	srv := httptest.NewServer(s.engine)
+	srv := httptest.NewServer(s.handler)
 	defer srv.Close()
 	client := srv.Client()
 	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/api/v1/me/", nil)
@@ -75,7 +75,7 @@ func BenchmarkMe(b *testing.B) {
 // BenchmarkMeParallel is BenchmarkMe from GOMAXPROCS concurrent clients.
 func BenchmarkMeParallel(b *testing.B) {
 	_, s, tok := benchServer(b)
-	srv := httptest.NewServer(s.engine)
+	srv := httptest.NewServer(s.handler)
 	defer srv.Close()
 	tr := srv.Client().Transport.(*http.Transport)
 	tr.MaxIdleConnsPerHost = 64

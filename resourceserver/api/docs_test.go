@@ -44,7 +44,7 @@ func TestDocsBaseURL(t *testing.T) {
 			if tt.fwdProto != "" {
 				req.Header.Set("X-Forwarded-Proto", tt.fwdProto)
 			}
-			rec := serve(s.engine, req)
+			rec := serve(s.handler, req)
 			body := rec.Body.String()
 			if !strings.Contains(body, "export BASE_URL='"+tt.want+"'") || rec.Header().Get("Vary") != "X-Forwarded-Host, X-Forwarded-Proto" {
 				t.Errorf("base URL not %q (Vary %q):\n%.600s", tt.want, rec.Header().Get("Vary"), body)
@@ -60,12 +60,12 @@ func TestDocsBaseURL(t *testing.T) {
 	deps.Docs = docs
 	fixed := newServer(nil, f.config(), deps)
 	for _, path := range []string{"/docs/quickstart.md", "/llms-full.txt", "/llms.txt", "/api/v1/schema/"} {
-		rec := serve(fixed.engine, httptest.NewRequest(http.MethodGet, path, nil))
+		rec := serve(fixed.handler, httptest.NewRequest(http.MethodGet, path, nil))
 		if b := rec.Body.String(); strings.Contains(b, apidocs.BaseURLPlaceholder) || rec.Header().Get("Vary") != "" {
 			t.Errorf("%s: placeholder left or Vary %q", path, rec.Header().Get("Vary"))
 		}
 	}
-	if b := serve(fixed.engine, httptest.NewRequest(http.MethodGet, "/llms.txt", nil)).Body.String(); !strings.Contains(b, "https://partners.example.org/docs/quickstart.md") {
+	if b := serve(fixed.handler, httptest.NewRequest(http.MethodGet, "/llms.txt", nil)).Body.String(); !strings.Contains(b, "https://partners.example.org/docs/quickstart.md") {
 		t.Errorf("llms.txt links are not absolute:\n%s", b)
 	}
 }
@@ -92,7 +92,7 @@ func TestDocs(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {
 			req := httptest.NewRequest(http.MethodGet, tt.path, nil)
-			rec := serve(s.engine, req)
+			rec := serve(s.handler, req)
 			// No --base-url: {base_url} is the address the request was sent to.
 			want := apidocs.ReplaceBaseURL(tt.body, "http://example.com")
 			if rec.Code != http.StatusOK || !bytes.Equal(rec.Body.Bytes(), want) {
@@ -113,14 +113,14 @@ func TestDocs(t *testing.T) {
 			for _, inm := range []string{etag, `"other", ` + etag, "W/" + etag, "*"} {
 				req := httptest.NewRequest(http.MethodGet, tt.path, nil)
 				req.Header.Set("If-None-Match", inm)
-				rec := serve(s.engine, req)
+				rec := serve(s.handler, req)
 				if rec.Code != http.StatusNotModified || rec.Body.Len() != 0 || rec.Header().Get("ETag") != etag {
 					t.Errorf("If-None-Match %s: %d, %d bytes, ETag %q", inm, rec.Code, rec.Body.Len(), rec.Header().Get("ETag"))
 				}
 			}
 			req = httptest.NewRequest(http.MethodGet, tt.path, nil)
 			req.Header.Set("If-None-Match", `"stale"`)
-			if rec := serve(s.engine, req); rec.Code != http.StatusOK {
+			if rec := serve(s.handler, req); rec.Code != http.StatusOK {
 				t.Errorf("stale If-None-Match: %d", rec.Code)
 			}
 		})
@@ -129,7 +129,7 @@ func TestDocs(t *testing.T) {
 	// Every page listed by apidocs is served.
 	for _, p := range f.docs.Pages() {
 		req := httptest.NewRequest(http.MethodGet, "/docs/"+p.Name+".md", nil)
-		rec := serve(s.engine, req)
+		rec := serve(s.handler, req)
 		want, _ := f.docs.Page(p.Name)
 		want = apidocs.ReplaceBaseURL(want, "http://example.com")
 		if rec.Code != http.StatusOK || !bytes.Equal(rec.Body.Bytes(), want) {
@@ -140,7 +140,7 @@ func TestDocs(t *testing.T) {
 
 	// The document is JSON and OpenAPI 3.
 	var doc map[string]any
-	if err := json.Unmarshal(serve(s.engine, httptest.NewRequest(http.MethodGet, "/api/v1/schema/", nil)).Body.Bytes(), &doc); err != nil {
+	if err := json.Unmarshal(serve(s.handler, httptest.NewRequest(http.MethodGet, "/api/v1/schema/", nil)).Body.Bytes(), &doc); err != nil {
 		t.Fatal(err)
 	}
 	if v, _ := doc["openapi"].(string); len(v) < 2 || v[:2] != "3." {
@@ -167,7 +167,7 @@ func TestDocsErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {
 			req := httptest.NewRequest(http.MethodGet, tt.path, nil)
-			rec := serve(s.engine, req)
+			rec := serve(s.handler, req)
 			wantJSON(t, rec, tt.status, map[string]any{"detail": tt.detail})
 			if tt.path == "/api/v1/schema/?format=yaml" || tt.path == "/docs/nope.md" {
 				f.validate(req, rec)

@@ -130,12 +130,12 @@ func (s *server) fail(c *gin.Context, err error) {
 	s.countRefusal(p, err)
 	switch p {
 	case errInternal:
-		s.logAt(c, slog.LevelError, "internal error", slog.Any("error", err))
+		s.logger.LogAttrs(c.Request.Context(), slog.LevelError, "internal error", slog.Any("error", err))
 	case errUnavailable, errRedisNotReady, errKeysNotReady:
 		// The error names what failed (on a Cluster, the shard).
-		s.logAt(c, slog.LevelWarn, "dependency unavailable", slog.Any("error", err))
+		s.logger.LogAttrs(c.Request.Context(), slog.LevelWarn, "dependency unavailable", slog.Any("error", err))
 	default:
-		s.logAt(c, slog.LevelDebug, "request refused", slog.Int("status", p.status), slog.Any("error", err))
+		s.logger.LogAttrs(c.Request.Context(), slog.LevelDebug, "request refused", slog.Int("status", p.status), slog.Any("error", err))
 	}
 	c.Abort()
 	if c.Writer.Written() {

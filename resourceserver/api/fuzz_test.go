@@ -45,7 +45,7 @@ func FuzzBearerHeader(f *testing.F) {
 	cfg := fx.config()
 	cfg.Now = func() time.Time { return issued }
 	cfg.RateLimitNow = rate.Now
-	h := newServer(slog.New(slog.DiscardHandler), cfg, fx.deps()).engine
+	h := newServer(slog.New(slog.DiscardHandler), cfg, fx.deps()).handler
 
 	for _, s := range []struct{ auth, second, query string }{
 		{"Bearer " + phToken, "", ""},

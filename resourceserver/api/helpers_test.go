@@ -21,6 +21,7 @@ import (
 
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
 	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/logging"
 	"github.com/partnerapi/authplatform/pkg/redistest"
 	"github.com/partnerapi/authplatform/pkg/testclock"
 	"github.com/partnerapi/authplatform/resourceserver/apidocs"
@@ -96,8 +97,17 @@ func (f *fixture) deps() Deps {
 // server is a resource server instance (a replica) on the fixture's Redis;
 // its JSON logs go to f.logs.
 func (f *fixture) server() *server {
-	logger := slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	return newServer(logger, f.config(), f.deps())
+	return newServer(f.logger("debug"), f.config(), f.deps())
+}
+
+// logger logs JSON at level to f.logs, through the production handler
+// (logging.New), which adds each record's request id.
+func (f *fixture) logger(level string) *slog.Logger {
+	l, err := logging.New(f.logs, level)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return l
 }
 
 // client creates an organisation and a client in it.

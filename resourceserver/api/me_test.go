@@ -62,7 +62,7 @@ func TestMe(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			req := httptest.NewRequest(http.MethodGet, "/api/v1/me/", nil)
 			req.Header.Set("Authorization", "Bearer "+f.token(tt.client, tt.scope))
-			rec := serve(s.engine, req)
+			rec := serve(s.handler, req)
 			wantJSON(t, rec, http.StatusOK, tt.want)
 			wantHeader(t, rec, map[string]string{
 				"Cache-Control":    "no-store",
@@ -78,7 +78,7 @@ func TestMe(t *testing.T) {
 	}
 	// The remaining count runs down over the client's requests, whichever
 	// token they use: 2 hospital requests so far.
-	rec := doGet(t, s.engine, "/api/v1/me/", f.token(hospital, ""))
+	rec := doGet(t, s.handler, "/api/v1/me/", f.token(hospital, ""))
 	wantHeader(t, rec, map[string]string{"RateLimit-Remaining": "117"})
 }
 
@@ -87,7 +87,7 @@ func TestMe(t *testing.T) {
 func TestMeBodyBytes(t *testing.T) {
 	f := newFixture(t)
 	c := f.client("acme-pharma", clients.EnvironmentLive, clients.AudiencePharma)
-	rec := doGet(t, f.server().engine, "/api/v1/me/", f.token(c, ""))
+	rec := doGet(t, f.server().handler, "/api/v1/me/", f.token(c, ""))
 	want := `{"api_version":"1","client_id":"` + c.ID + `","name":"Client of acme-pharma","audience":"pharma",` +
 		`"organization":{"name":"Org acme-pharma","slug":"acme-pharma"},"environment":"live","scopes":[],` +
 		`"token_expires_at":"` + f.clock.Now().Add(time.Hour).UTC().Format(time.RFC3339) + `","rate_limit_per_minute":120}`
@@ -107,7 +107,7 @@ func TestMeSandbox(t *testing.T) {
 		t.Run(sc.Client.Audience, func(t *testing.T) {
 			req := httptest.NewRequest(http.MethodGet, "/api/v1/me/", nil)
 			req.Header.Set("Authorization", "Bearer "+f.token(sc.Client, "events.subscribe"))
-			rec := serve(s.engine, req)
+			rec := serve(s.handler, req)
 			got := decode(t, rec)
 			if rec.Code != http.StatusOK || got["environment"] != "sandbox" {
 				t.Fatalf("%d %v", rec.Code, got)
@@ -138,7 +138,7 @@ func TestMeES256(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := f.client("acme-pharma", clients.EnvironmentLive, clients.AudiencePharma)
-	if rec := doGet(t, f.server().engine, "/api/v1/me/", f.token(c, "")); rec.Code != http.StatusOK {
+	if rec := doGet(t, f.server().handler, "/api/v1/me/", f.token(c, "")); rec.Code != http.StatusOK {
 		t.Fatalf("%d %s", rec.Code, rec.Body)
 	}
 }
@@ -147,7 +147,7 @@ func TestMeES256(t *testing.T) {
 func TestMeHead(t *testing.T) {
 	f := newFixture(t)
 	c := f.client("acme-pharma", clients.EnvironmentLive, clients.AudiencePharma)
-	srv := httptest.NewServer(f.server().engine)
+	srv := httptest.NewServer(f.server().handler)
 	defer srv.Close()
 	req, _ := http.NewRequest(http.MethodHead, srv.URL+"/api/v1/me/", nil)
 	req.Header.Set("Authorization", "Bearer "+f.token(c, ""))
@@ -188,13 +188,13 @@ func TestOneRoundTripPerRequest(t *testing.T) {
 	s := f.server()
 	c := f.client("st-marys", clients.EnvironmentLive, clients.AudienceHospital)
 	tok := f.token(c, "")
-	doGet(t, s.engine, "/api/v1/me/", tok) // loads the script (EVALSHA, then EVAL once)
+	doGet(t, s.handler, "/api/v1/me/", tok) // loads the script (EVALSHA, then EVAL once)
 	rt := &roundTrips{}
 	f.rdb.AddHook(rt)
 
 	for i, want := range []int{200, 200} {
 		before := rt.n.Load()
-		if rec := doGet(t, s.engine, "/api/v1/me/", tok); rec.Code != want {
+		if rec := doGet(t, s.handler, "/api/v1/me/", tok); rec.Code != want {
 			t.Fatalf("request %d: %d", i, rec.Code)
 		}
 		if n := rt.n.Load() - before; n != 1 {
@@ -205,7 +205,7 @@ func TestOneRoundTripPerRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := rt.n.Load()
-	if rec := doGet(t, s.engine, "/api/v1/me/", tok); rec.Code != http.StatusTooManyRequests {
+	if rec := doGet(t, s.handler, "/api/v1/me/", tok); rec.Code != http.StatusTooManyRequests {
 		t.Fatalf("%d", rec.Code)
 	}
 	if n := rt.n.Load() - before; n != 1 {

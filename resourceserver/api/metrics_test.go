@@ -25,7 +25,7 @@ func TestMetrics(t *testing.T) {
 	s := newServer(nil, f.config(), deps)
 	// A scoped endpoint, as the next release's will be.
 	get(s.authenticated, "/scoped/", s.RequireScope(clients.ScopeProgrammeMetricsRead), func(c *gin.Context) { c.Status(http.StatusNoContent) })
-	h := m.Middleware(s.engine)
+	h := m.Middleware(s.handler)
 	ctx := context.Background()
 
 	c := f.client("metrics-org", clients.EnvironmentLive, clients.AudienceHospital, clients.ScopePatientsRead)

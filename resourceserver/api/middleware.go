@@ -4,103 +4,18 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
-	"runtime/debug"
 	"strconv"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
 	"github.com/partnerapi/authplatform/pkg/clients"
-	"github.com/partnerapi/authplatform/pkg/logging"
+	"github.com/partnerapi/authplatform/pkg/httpserver"
 	"github.com/partnerapi/authplatform/pkg/ratelimit"
 )
 
-// Keys of the values the middleware leaves in the gin.Context.
-type contextKey int
-
-const (
-	requestIDKey contextKey = iota
-	callerKey
-)
-
-// requestIDHeader carries the request id both ways.
-const requestIDHeader = "X-Request-Id"
-
-// requestID gives every request an id: the X-Request-Id of a trusted proxy
-// when it is sane to log (logging.AcceptRequestID), or a new random one
-// (the same rules as the token service). It is echoed in the answer and
-// logged on every record of the request.
-func (s *server) requestID(c *gin.Context) {
-	id := ""
-	if s.cfg.TrustedProxies.FromProxy(c.Request) {
-		if v := c.Request.Header.Get(requestIDHeader); logging.AcceptRequestID(v) {
-			id = v
-		}
-	}
-	if id == "" {
-		id = logging.NewRequestID()
-	}
-	c.Header(requestIDHeader, id)
-	c.Set(requestIDKey, id)
-	c.Next()
-}
-
-// requestIDOf returns the request's id.
-func requestIDOf(c *gin.Context) string {
-	v, _ := c.Get(requestIDKey)
-	id, _ := v.(string)
-	return id
-}
-
-// logAt logs one record with the request id, if the level is enabled.
-func (s *server) logAt(c *gin.Context, level slog.Level, msg string, attrs ...slog.Attr) {
-	ctx := c.Request.Context()
-	if !s.logger.Enabled(ctx, level) {
-		return
-	}
-	s.logger.LogAttrs(ctx, level, msg, append([]slog.Attr{slog.String("request_id", requestIDOf(c))}, attrs...)...)
-}
-
-// accessLog logs one record per request: never the query string (it may
-// hold a misplaced token) nor any header value.
-func (s *server) accessLog(c *gin.Context) {
-	start := time.Now()
-	c.Next()
-	ctx := c.Request.Context()
-	if !s.logger.Enabled(ctx, slog.LevelInfo) {
-		return
-	}
-	attrs := []slog.Attr{
-		slog.String("request_id", requestIDOf(c)),
-		slog.String("method", c.Request.Method),
-		slog.String("path", c.Request.URL.Path),
-		slog.Int("status", c.Writer.Status()),
-		slog.Duration("duration", time.Since(start)),
-		slog.String("client_ip", s.cfg.TrustedProxies.Of(c.Request).String()),
-	}
-	if cl, ok := callerOf(c); ok {
-		attrs = append(attrs, slog.String("client_id", cl.claims.ClientID))
-	}
-	s.logger.LogAttrs(ctx, slog.LevelInfo, "request", attrs...)
-}
-
-// recovery turns a panic into 500 {"detail":"internal error"} and a log
-// record with the stack; the process and the connection carry on.
-func (s *server) recovery(c *gin.Context) {
-	defer func() {
-		v := recover()
-		if v == nil {
-			return
-		}
-		if v == http.ErrAbortHandler {
-			panic(v) // net/http's way to abort a response on purpose
-		}
-		s.fail(c, fmt.Errorf("panic: %v\n%s", v, debug.Stack()))
-	}()
-	c.Next()
-}
+// callerKey is the gin.Context key of the request's authenticated caller.
+type callerKey struct{}
 
 // caller is the authenticated client of a request: its verified token
 // claims (shared with the token cache: read-only) and what the one Redis
@@ -112,7 +27,7 @@ type caller struct {
 
 // callerOf returns the request's authenticated caller.
 func callerOf(c *gin.Context) (*caller, bool) {
-	v, _ := c.Get(callerKey)
+	v, _ := c.Get(callerKey{})
 	cl, ok := v.(*caller)
 	return cl, ok
 }
@@ -156,7 +71,8 @@ func (s *server) authenticate(c *gin.Context) {
 	switch adm.Outcome {
 	case clients.Admitted:
 		setRateLimitHeaders(c, adm.Description.RateLimitPerMinute, adm.Decision)
-		c.Set(callerKey, &caller{claims: claims, admission: adm})
+		httpserver.Annotate(c.Request.Context(), slog.String("client_id", claims.ClientID))
+		c.Set(callerKey{}, &caller{claims: claims, admission: adm})
 		c.Next()
 	case clients.Limited:
 		setRateLimitHeaders(c, adm.Description.RateLimitPerMinute, adm.Decision)

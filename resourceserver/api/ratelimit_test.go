@@ -30,7 +30,7 @@ func TestRateLimitAcrossReplicas(t *testing.T) {
 	}
 
 	for i := range 120 {
-		rec := doGet(t, replicas[i%2].engine, "/api/v1/me/", tok)
+		rec := doGet(t, replicas[i%2].handler, "/api/v1/me/", tok)
 		if rec.Code != http.StatusOK {
 			t.Fatalf("request %d: %d %s", i+1, rec.Code, rec.Body)
 		}
@@ -46,7 +46,7 @@ func TestRateLimitAcrossReplicas(t *testing.T) {
 	for i, s := range replicas {
 		req := httptest.NewRequest(http.MethodGet, "/api/v1/me/", nil)
 		req.Header.Set("Authorization", "Bearer "+tok)
-		rec := serve(s.engine, req)
+		rec := serve(s.handler, req)
 		wantJSON(t, rec, http.StatusTooManyRequests, map[string]any{"detail": detailRateLimited})
 		wantHeader(t, rec, map[string]string{
 			"Retry-After":         "60",
@@ -63,7 +63,7 @@ func TestRateLimitAcrossReplicas(t *testing.T) {
 	}
 	// Just before the first second has left the minute: still refused.
 	f.clock.Set(leaves.Add(-time.Millisecond))
-	if rec := doGet(t, replicas[0].engine, "/api/v1/me/", tok); rec.Code != http.StatusTooManyRequests {
+	if rec := doGet(t, replicas[0].handler, "/api/v1/me/", tok); rec.Code != http.StatusTooManyRequests {
 		t.Fatalf("1 ms before the first second has left: %d", rec.Code)
 	}
 	// Then the requests of the first request's second are gone: as many
@@ -71,14 +71,14 @@ func TestRateLimitAcrossReplicas(t *testing.T) {
 	f.clock.Set(leaves)
 	n := 0
 	for ; n < 20; n++ {
-		if rec := doGet(t, replicas[n%2].engine, "/api/v1/me/", tok); rec.Code != http.StatusOK {
+		if rec := doGet(t, replicas[n%2].handler, "/api/v1/me/", tok); rec.Code != http.StatusOK {
 			break
 		}
 	}
 	if n == 0 || n > 10 {
 		t.Fatalf("%d requests admitted when the first second left; want 1 to 10 (that second's)", n)
 	}
-	if rec := doGet(t, replicas[0].engine, "/api/v1/me/", tok); rec.Code != http.StatusTooManyRequests {
+	if rec := doGet(t, replicas[0].handler, "/api/v1/me/", tok); rec.Code != http.StatusTooManyRequests {
 		t.Fatalf("then: %d", rec.Code)
 	}
 }
@@ -103,7 +103,7 @@ func TestRateLimitSlidingWindow(t *testing.T) {
 		default:
 			f.clock.Add(time.Duration(rng.IntN(200)) * time.Millisecond)
 		}
-		rec := doGet(t, replicas[rng.IntN(len(replicas))].engine, "/api/v1/me/", tok)
+		rec := doGet(t, replicas[rng.IntN(len(replicas))].handler, "/api/v1/me/", tok)
 		switch rec.Code {
 		case http.StatusOK:
 			admitted = append(admitted, f.clock.Now())
@@ -163,7 +163,7 @@ func TestRateLimitConcurrent(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 200 {
 		wg.Go(func() {
-			rec := doGet(t, replicas[i%2].engine, "/api/v1/me/", tok)
+			rec := doGet(t, replicas[i%2].handler, "/api/v1/me/", tok)
 			mu.Lock()
 			codes[rec.Code]++
 			mu.Unlock()
@@ -184,21 +184,21 @@ func TestSetRateLimit(t *testing.T) {
 	tok := f.token(c, "")
 	ctx := context.Background()
 
-	if rec := doGet(t, s.engine, "/api/v1/me/", tok); rec.Code != http.StatusOK {
+	if rec := doGet(t, s.handler, "/api/v1/me/", tok); rec.Code != http.StatusOK {
 		t.Fatalf("%d", rec.Code)
 	}
 	if _, err := f.store.SetRateLimit(ctx, c.ID, 3); err != nil {
 		t.Fatal(err)
 	}
-	rec := doGet(t, s.engine, "/api/v1/me/", tok)
+	rec := doGet(t, s.handler, "/api/v1/me/", tok)
 	if got := decode(t, rec)["rate_limit_per_minute"]; got != float64(3) {
 		t.Errorf("rate_limit_per_minute %v, want 3", got)
 	}
 	wantHeader(t, rec, map[string]string{"RateLimit-Limit": "3", "RateLimit-Remaining": "1"})
-	if rec := doGet(t, s.engine, "/api/v1/me/", tok); rec.Code != http.StatusOK {
+	if rec := doGet(t, s.handler, "/api/v1/me/", tok); rec.Code != http.StatusOK {
 		t.Fatalf("third: %d", rec.Code)
 	}
-	rec = doGet(t, s.engine, "/api/v1/me/", tok)
+	rec = doGet(t, s.handler, "/api/v1/me/", tok)
 	wantJSON(t, rec, http.StatusTooManyRequests, map[string]any{"detail": detailRateLimited})
 	// Retry-After: the spec's 60, or RateLimit-Reset when that is longer
 	// (the oldest second counts in full: up to 61).
@@ -208,7 +208,7 @@ func TestSetRateLimit(t *testing.T) {
 	if _, err := f.store.SetRateLimit(ctx, c.ID, 200); err != nil {
 		t.Fatal(err)
 	}
-	rec = doGet(t, s.engine, "/api/v1/me/", tok)
+	rec = doGet(t, s.handler, "/api/v1/me/", tok)
 	if rec.Code != http.StatusOK || decode(t, rec)["rate_limit_per_minute"] != float64(200) {
 		t.Fatalf("after raising: %d %s", rec.Code, rec.Body)
 	}
@@ -226,11 +226,11 @@ func TestRateLimitPerClient(t *testing.T) {
 	}
 	ta, tb := f.token(a, ""), f.token(b, "")
 	for _, want := range []int{200, 429, 429} {
-		if rec := doGet(t, s.engine, "/api/v1/me/", ta); rec.Code != want {
+		if rec := doGet(t, s.handler, "/api/v1/me/", ta); rec.Code != want {
 			t.Fatalf("client a: %d, want %d", rec.Code, want)
 		}
 	}
-	rec := doGet(t, s.engine, "/api/v1/me/", tb)
+	rec := doGet(t, s.handler, "/api/v1/me/", tb)
 	if rec.Code != http.StatusOK {
 		t.Fatalf("client b: %d", rec.Code)
 	}

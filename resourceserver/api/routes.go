@@ -7,9 +7,9 @@ import (
 // routes lists every route of the resource server.
 func (s *server) routes() {
 	e := s.engine
-	// Order: the request id first so that every later record carries it;
-	// the access log around recovery so that it logs the 500 of a panic.
-	e.Use(s.requestID, s.routeLabel, s.accessLog, s.recovery)
+	// Request id, access log, panic recovery and the body limit are the
+	// base layer's (httpserver.Base, around the engine).
+	e.Use(s.routeLabel)
 	e.NoRoute(s.notFound)
 	e.NoMethod(s.methodNotAllowed)
 

@@ -12,6 +12,7 @@ import (
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
 	"github.com/partnerapi/authplatform/pkg/clientip"
 	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/httpserver"
 	"github.com/partnerapi/authplatform/resourceserver/apidocs"
 )
 
@@ -70,7 +71,9 @@ type server struct {
 	cfg    Config
 	deps   Deps
 	engine *gin.Engine
-	tokens *accesstoken.CachingVerifier
+	// handler is the engine behind the base layer: what NewServer returns.
+	handler http.Handler
+	tokens  *accesstoken.CachingVerifier
 	// metrics is Deps.Metrics, or noMetrics.
 	metrics Metrics
 	docs    docSet
@@ -84,7 +87,7 @@ type server struct {
 // a dependency is missing: that is a wiring mistake, caught at start-up,
 // never a request's fault.
 func NewServer(logger *slog.Logger, cfg Config, deps Deps) http.Handler {
-	return newServer(logger, cfg, deps).engine
+	return newServer(logger, cfg, deps).handler
 }
 
 func newServer(logger *slog.Logger, cfg Config, deps Deps) *server {
@@ -126,5 +129,7 @@ func newServer(logger *slog.Logger, cfg Config, deps Deps) *server {
 		docs:    newDocSet(deps.Docs),
 	}
 	s.routes()
+	// No route reads a body: the base layer's default limit is the backstop.
+	s.handler = httpserver.Base{Logger: logger, Trust: cfg.TrustedProxies}.Wrap(e)
 	return s
 }

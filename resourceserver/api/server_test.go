@@ -2,7 +2,6 @@ package api
 
 import (
 	"errors"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -70,7 +69,7 @@ func TestRequireScope(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rec := doGet(t, s.engine, tt.path, f.token(c, tt.scope))
+			rec := doGet(t, s.handler, tt.path, f.token(c, tt.scope))
 			challenge := ""
 			if tt.status == http.StatusOK {
 				wantJSON(t, rec, 200, map[string]any{"status": "ok"})
@@ -83,7 +82,7 @@ func TestRequireScope(t *testing.T) {
 		})
 	}
 	// Without a token the scope check is never reached: 401.
-	rec := doGet(t, s.engine, "/api/v1/test/patients/", "")
+	rec := doGet(t, s.handler, "/api/v1/test/patients/", "")
 	wantJSON(t, rec, 401, map[string]any{"detail": detailNoToken})
 }
 
@@ -112,7 +111,7 @@ func TestOrgGuard(t *testing.T) {
 	var first *httptest.ResponseRecorder
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rec := doGet(t, s.engine, tt.path, tok)
+			rec := doGet(t, s.handler, tt.path, tok)
 			if tt.status == http.StatusOK {
 				if rec.Code != 200 {
 					t.Fatalf("%d %s", rec.Code, rec.Body)
@@ -167,7 +166,7 @@ func TestErrorAnswers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
-			rec := serve(s.engine, httptest.NewRequest(tt.method, tt.path, strings.NewReader("x")))
+			rec := serve(s.handler, httptest.NewRequest(tt.method, tt.path, strings.NewReader("x")))
 			wantJSON(t, rec, tt.status, map[string]any{"detail": tt.detail})
 			wantHeader(t, rec, map[string]string{"Allow": tt.allow})
 		})
@@ -179,14 +178,12 @@ func TestErrorAnswers(t *testing.T) {
 		if r["request_id"] == nil || r["request_id"] == "" {
 			t.Errorf("record without request_id: %v", r)
 		}
-		if r["msg"] == "internal error" {
-			errText, _ := r["error"].(string)
-			switch {
-			case strings.Contains(errText, "panic: boom") && strings.Contains(errText, "goroutine"):
-				panics++
-			case strings.Contains(errText, "secret internal detail"):
-				internal++
-			}
+		stack, _ := r["stack"].(string)
+		if r["msg"] == "panic" && r["panic"] == "boom" && strings.Contains(stack, "goroutine") {
+			panics++
+		}
+		if errText, _ := r["error"].(string); r["msg"] == "internal error" && strings.Contains(errText, "secret internal detail") {
+			internal++
 		}
 	}
 	if panics != 1 || internal != 1 {
@@ -228,7 +225,7 @@ func TestRequestID(t *testing.T) {
 			if tt.sent != "" {
 				req.Header.Set("X-Request-Id", tt.sent)
 			}
-			got := serve(tt.s.engine, req).Header().Get("X-Request-Id")
+			got := serve(tt.s.handler, req).Header().Get("X-Request-Id")
 			if tt.echoed && got != tt.sent || !tt.echoed && !generated.MatchString(got) {
 				t.Errorf("X-Request-Id %q (sent %q)", got, tt.sent)
 			}
@@ -243,9 +240,9 @@ func TestLogs(t *testing.T) {
 	s := f.server()
 	c := f.client("st-marys", clients.EnvironmentLive, clients.AudienceHospital)
 	tok := f.token(c, "")
-	rec := doGet(t, s.engine, "/api/v1/me/?secret=shh", tok)
+	rec := doGet(t, s.handler, "/api/v1/me/?secret=shh", tok)
 	id := rec.Header().Get("X-Request-Id")
-	doGet(t, s.engine, "/api/v1/me/", "svc_at_broken")
+	doGet(t, s.handler, "/api/v1/me/", "svc_at_broken")
 
 	records := f.logs.records(t)
 	if len(records) < 3 {
@@ -280,29 +277,29 @@ func TestProbes(t *testing.T) {
 
 	for _, path := range []string{"/healthz", "/readyz"} {
 		req := httptest.NewRequest(http.MethodGet, path, nil)
-		rec := serve(s.engine, req)
+		rec := serve(s.handler, req)
 		wantJSON(t, rec, 200, map[string]any{"status": "ok"})
 		f.validate(req, rec)
 	}
 	// Keys not loaded (the JWKS unreachable): not ready, API answers 503.
 	keys.swap(nil, errors.New("jwks: key set not loaded yet"))
 	req := httptest.NewRequest(http.MethodGet, "/readyz", nil)
-	rec := serve(s.engine, req)
+	rec := serve(s.handler, req)
 	wantJSON(t, rec, 503, map[string]any{"detail": "signing keys unavailable"})
 	f.validate(req, rec)
-	wantJSON(t, serve(s.engine, httptest.NewRequest(http.MethodGet, "/healthz", nil)), 200, map[string]any{"status": "ok"})
+	wantJSON(t, serve(s.handler, httptest.NewRequest(http.MethodGet, "/healthz", nil)), 200, map[string]any{"status": "ok"})
 
 	c := f.client("st-marys", clients.EnvironmentLive, clients.AudienceHospital)
 	req = httptest.NewRequest(http.MethodGet, "/api/v1/me/", nil)
 	req.Header.Set("Authorization", "Bearer "+f.token(c, ""))
-	rec = serve(s.engine, req)
+	rec = serve(s.handler, req)
 	wantJSON(t, rec, 503, map[string]any{"detail": "service temporarily unavailable"})
 	wantHeader(t, rec, map[string]string{"Retry-After": "5", "WWW-Authenticate": ""})
 	f.validate(req, rec)
 
 	// Keys loaded: served.
 	keys.swap(f.keys.Public(), nil)
-	if rec := serve(s.engine, req); rec.Code != 200 {
+	if rec := serve(s.handler, req); rec.Code != 200 {
 		t.Fatalf("%d %s", rec.Code, rec.Body)
 	}
 }
@@ -320,24 +317,24 @@ func TestRedisDown(t *testing.T) {
 	s := f.server()
 	c := f.client("st-marys", clients.EnvironmentLive, clients.AudienceHospital)
 	tok := f.token(c, "")
-	if rec := doGet(t, s.engine, "/api/v1/me/", tok); rec.Code != http.StatusOK {
+	if rec := doGet(t, s.handler, "/api/v1/me/", tok); rec.Code != http.StatusOK {
 		t.Fatalf("%d %s", rec.Code, rec.Body)
 	}
 
 	srv.Kill()
 	req := httptest.NewRequest(http.MethodGet, "/api/v1/me/", nil)
 	req.Header.Set("Authorization", "Bearer "+tok)
-	rec := serve(s.engine, req)
+	rec := serve(s.handler, req)
 	wantJSON(t, rec, http.StatusServiceUnavailable, map[string]any{"detail": "service temporarily unavailable"})
 	wantHeader(t, rec, map[string]string{"Retry-After": "5", "RateLimit-Limit": "", "WWW-Authenticate": ""})
 	f.validate(req, rec)
 	// A token never seen before is not served either.
-	rec = doGet(t, s.engine, "/api/v1/me/", f.token(c, "events.subscribe"))
+	rec = doGet(t, s.handler, "/api/v1/me/", f.token(c, "events.subscribe"))
 	wantJSON(t, rec, http.StatusServiceUnavailable, map[string]any{"detail": "service temporarily unavailable"})
-	wantJSON(t, doGet(t, s.engine, "/readyz", ""), http.StatusServiceUnavailable, map[string]any{"detail": "redis unavailable"})
-	wantJSON(t, doGet(t, s.engine, "/healthz", ""), http.StatusOK, map[string]any{"status": "ok"})
+	wantJSON(t, doGet(t, s.handler, "/readyz", ""), http.StatusServiceUnavailable, map[string]any{"detail": "redis unavailable"})
+	wantJSON(t, doGet(t, s.handler, "/healthz", ""), http.StatusOK, map[string]any{"status": "ok"})
 	// The documentation needs no Redis.
-	if rec := doGet(t, s.engine, "/llms.txt", ""); rec.Code != http.StatusOK {
+	if rec := doGet(t, s.handler, "/llms.txt", ""); rec.Code != http.StatusOK {
 		t.Errorf("llms.txt without Redis: %d", rec.Code)
 	}
 	logged := false
@@ -349,10 +346,10 @@ func TestRedisDown(t *testing.T) {
 	}
 
 	srv.Start()
-	if rec := doGet(t, s.engine, "/api/v1/me/", tok); rec.Code != http.StatusOK {
+	if rec := doGet(t, s.handler, "/api/v1/me/", tok); rec.Code != http.StatusOK {
 		t.Fatalf("after restart: %d %s", rec.Code, rec.Body)
 	}
-	wantJSON(t, doGet(t, s.engine, "/readyz", ""), http.StatusOK, map[string]any{"status": "ok"})
+	wantJSON(t, doGet(t, s.handler, "/readyz", ""), http.StatusOK, map[string]any{"status": "ok"})
 }
 
 // The access log names the client's address: X-Forwarded-For only from a
@@ -365,13 +362,12 @@ func TestAccessLogClientIP(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.TrustedProxies = trust
-	logger := slog.New(slog.NewJSONHandler(f.logs, nil))
-	s := newServer(logger, cfg, f.deps())
+	s := newServer(f.logger("info"), cfg, f.deps())
 	for _, remote := range []string{"192.0.2.1:4000", "198.51.100.7:4000"} {
 		req := httptest.NewRequest(http.MethodGet, "/healthz", nil)
 		req.RemoteAddr = remote
 		req.Header.Set("X-Forwarded-For", "203.0.113.9")
-		serve(s.engine, req)
+		serve(s.handler, req)
 	}
 	var ips []any
 	for _, r := range f.logs.records(t) {

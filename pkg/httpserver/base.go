@@ -1,0 +1,154 @@
+package httpserver
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/partnerapi/authplatform/pkg/clientip"
+	"github.com/partnerapi/authplatform/pkg/logging"
+)
+
+// RequestIDHeader carries the request id both ways.
+const RequestIDHeader = "X-Request-Id"
+
+// DefaultMaxBodyBytes is Base's body limit when none is set.
+const DefaultMaxBodyBytes = 64 << 10
+
+// Base is the HTTP layer both servers put in front of their routes, plain
+// net/http middleware (the resource server's Gin engine is mounted inside
+// it). For every request it
+//
+//   - gives the request an id: the X-Request-Id of a trusted proxy when it is
+//     sane to log (logging.AcceptRequestID), else a new random one; the id is
+//     echoed in the answer and put in the context, where the logger of
+//     logging.New adds it to every record of the request;
+//   - caps the body at MaxBodyBytes (http.MaxBytesReader: a read past it
+//     fails with *http.MaxBytesError, which the handler answers in its own
+//     error shape, and the connection is closed after the answer);
+//   - recovers a panic: it is logged with its stack, answered 500
+//     {"detail":"internal error"} if nothing was written yet, and the process
+//     and the connection carry on (http.ErrAbortHandler is passed on: it is
+//     net/http's way to abort a response on purpose);
+//   - logs one access record: method, path, status, duration, client address
+//     and what handlers added with Annotate; never the query string (it may
+//     hold a misplaced token) nor any header value.
+//
+// Written once here so that both servers answer, log and limit alike.
+type Base struct {
+	Logger *slog.Logger
+	// Trust names the proxies whose X-Request-Id and X-Forwarded-For count.
+	Trust clientip.Trust
+	// MaxBodyBytes caps request bodies (0: DefaultMaxBodyBytes).
+	MaxBodyBytes int64
+}
+
+// Wrap returns next behind the base layer.
+func (b Base) Wrap(next http.Handler) http.Handler {
+	if b.MaxBodyBytes <= 0 {
+		b.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if b.Logger == nil {
+		b.Logger = slog.New(slog.DiscardHandler)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		id := r.Header.Get(RequestIDHeader)
+		if id == "" || !logging.AcceptRequestID(id) || !b.Trust.FromProxy(r) {
+			id = logging.NewRequestID()
+		}
+		w.Header().Set(RequestIDHeader, id)
+		rec := &record{ResponseWriter: w, status: http.StatusOK}
+		ctx := context.WithValue(logging.WithRequestID(r.Context(), id), recordKey{}, rec)
+		if r.Body != nil && r.Body != http.NoBody {
+			r.Body = http.MaxBytesReader(w, r.Body, b.MaxBodyBytes) // w, not rec: it closes the connection through the server's own writer
+		}
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				b.Logger.LogAttrs(ctx, slog.LevelError, "panic", slog.Any("panic", p), slog.String("stack", string(debug.Stack())))
+				if !rec.wrote {
+					internalError(rec)
+				}
+			}
+			if !b.Logger.Enabled(ctx, slog.LevelInfo) {
+				return
+			}
+			attrs := append(make([]slog.Attr, 0, 6+len(rec.attrs)),
+				slog.String("method", r.Method), slog.String("path", r.URL.Path),
+				slog.Int("status", rec.status), slog.Duration("duration", time.Since(start)),
+				slog.String("client_ip", b.Trust.Of(r).String()))
+			b.Logger.LogAttrs(ctx, slog.LevelInfo, "request", append(attrs, rec.annotations()...)...)
+		}()
+		next.ServeHTTP(rec, r.WithContext(ctx))
+	})
+}
+
+// internalBody is the answer to a panic.
+const internalBody = `{"detail":"internal error"}`
+
+func internalError(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json; charset=utf-8")
+	h.Set("Content-Length", strconv.Itoa(len(internalBody)))
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusInternalServerError)
+	_, _ = w.Write([]byte(internalBody))
+}
+
+type recordKey struct{}
+
+// Annotate adds attributes to the access record of ctx's request (the
+// authenticated client, say). Outside Base it does nothing.
+func Annotate(ctx context.Context, attrs ...slog.Attr) {
+	if rec, ok := ctx.Value(recordKey{}).(*record); ok {
+		rec.mu.Lock()
+		rec.attrs = append(rec.attrs, attrs...)
+		rec.mu.Unlock()
+	}
+}
+
+// record is the response writer of a request under Base: it remembers the
+// status for the access record, and the attributes handlers added.
+type record struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+	mu     sync.Mutex
+	attrs  []slog.Attr
+}
+
+func (r *record) annotations() []slog.Attr {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.attrs
+}
+
+func (r *record) WriteHeader(code int) {
+	if !r.wrote && code >= 200 {
+		r.status, r.wrote = code, true
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *record) Write(b []byte) (int, error) {
+	r.wrote = true
+	return r.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection (deadlines,
+// flushes) and lets http.MaxBytesReader close it after an oversized body.
+func (r *record) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// Flush passes flushes on (Gin's writer asks for an http.Flusher).
+func (r *record) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}

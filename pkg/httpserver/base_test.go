@@ -1,0 +1,222 @@
+package httpserver_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/partnerapi/authplatform/pkg/clientip"
+	"github.com/partnerapi/authplatform/pkg/httpserver"
+	"github.com/partnerapi/authplatform/pkg/logging"
+)
+
+var requestIDRE = regexp.MustCompile(`^[0-9a-f]{32}$`)
+
+// logSink is a concurrency-safe log destination.
+type logSink struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logSink) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+// records returns the JSON records logged so far.
+func (l *logSink) records(t *testing.T) []map[string]any {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(l.buf.String()), "\n") {
+		if line == "" {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// baseServer serves h behind Base on a real loopback server.
+func baseServer(t *testing.T, trust string, h http.HandlerFunc) (*httptest.Server, *logSink) {
+	t.Helper()
+	sink := &logSink{}
+	logger, err := logging.New(sink, "info")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := clientip.ParseTrust(trust)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(httpserver.Base{Logger: logger, Trust: tr, MaxBodyBytes: 16}.Wrap(h))
+	t.Cleanup(srv.Close)
+	return srv, sink
+}
+
+func get(t *testing.T, url string, header map[string]string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { res.Body.Close() })
+	return res
+}
+
+// The request id: a new one unless a trusted proxy sent a sane one; echoed,
+// in the handler's context and on the access record, which never holds the
+// query string.
+func TestBaseRequestID(t *testing.T) {
+	ok := func(w http.ResponseWriter, r *http.Request) {
+		httpserver.Annotate(r.Context(), slog.String("client_id", "svc_x"))
+		io.WriteString(w, logging.RequestID(r.Context()))
+	}
+	untrusted, logs := baseServer(t, "", ok)
+	trusted, _ := baseServer(t, "127.0.0.1", ok)
+	for _, tt := range []struct {
+		name, url, sent string
+		kept            bool
+	}{
+		{"none sent", untrusted.URL, "", false},
+		{"untrusted peer", untrusted.URL, "req-from-anyone", false},
+		{"trusted proxy", trusted.URL, "req-from-the-edge", true},
+		{"trusted proxy, unsafe id", trusted.URL, "a\"b", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			res := get(t, tt.url+"/p?token=secret", map[string]string{"X-Request-Id": tt.sent})
+			id := res.Header.Get("X-Request-Id")
+			body, _ := io.ReadAll(res.Body)
+			if string(body) != id {
+				t.Errorf("context id %q, header %q", body, id)
+			}
+			if tt.kept && id != tt.sent || !tt.kept && !requestIDRE.MatchString(id) {
+				t.Errorf("id %q for %q sent", id, tt.sent)
+			}
+		})
+	}
+	recs := logs.records(t)
+	if len(recs) != 2 {
+		t.Fatalf("%d records, want 2: %v", len(recs), recs)
+	}
+	r := recs[0]
+	for k, want := range map[string]any{"msg": "request", "method": "GET", "path": "/p", "status": 200.0, "client_ip": "127.0.0.1", "client_id": "svc_x"} {
+		if r[k] != want {
+			t.Errorf("access record %s = %v, want %v", k, r[k], want)
+		}
+	}
+	if !requestIDRE.MatchString(r["request_id"].(string)) || r["duration"] == nil {
+		t.Errorf("access record %v", r)
+	}
+	if strings.Contains(logs.buf.String(), "secret") {
+		t.Error("the query string was logged")
+	}
+}
+
+// A panic answers 500 {"detail":"internal error"} without internals, logs
+// the panic and its stack, and the connection serves the next request.
+func TestBasePanic(t *testing.T) {
+	srv, logs := baseServer(t, "", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/panic" {
+			panic("redis://:hunter2@10.0.0.5:6379 exploded")
+		}
+		io.WriteString(w, "fine")
+	})
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	br := bufio.NewReader(conn)
+	io.WriteString(conn, "GET /panic HTTP/1.1\r\nHost: x\r\n\r\nGET /ok HTTP/1.1\r\nHost: x\r\n\r\n")
+	res, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	if res.StatusCode != 500 || string(body) != `{"detail":"internal error"}` ||
+		res.Header.Get("Content-Type") != "application/json; charset=utf-8" || res.Header.Get("Cache-Control") != "no-store" ||
+		!requestIDRE.MatchString(res.Header.Get("X-Request-Id")) {
+		t.Errorf("panic answered %d %v %s", res.StatusCode, res.Header, body)
+	}
+	res, err = http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("the connection did not carry on: %v", err)
+	}
+	if body, _ := io.ReadAll(res.Body); res.StatusCode != 200 || string(body) != "fine" {
+		t.Errorf("next request: %d %s", res.StatusCode, body)
+	}
+	var panics, status500 int
+	for _, r := range logs.records(t) {
+		if r["msg"] == "panic" && strings.Contains(r["stack"].(string), "goroutine") && r["request_id"] != nil {
+			panics++
+		}
+		if r["msg"] == "request" && r["status"] == 500.0 {
+			status500++
+		}
+	}
+	if panics != 1 || status500 != 1 {
+		t.Errorf("%d panic records, %d access records of 500; want 1 and 1", panics, status500)
+	}
+}
+
+// http.ErrAbortHandler aborts the answer: no 500, the connection is cut.
+func TestBaseAbort(t *testing.T) {
+	srv, _ := baseServer(t, "", func(w http.ResponseWriter, r *http.Request) { panic(http.ErrAbortHandler) })
+	if res, err := http.Get(srv.URL); err == nil {
+		res.Body.Close()
+		t.Fatalf("aborted handler answered %d", res.StatusCode)
+	}
+}
+
+// A body over the limit fails to read with *http.MaxBytesError, and the
+// connection is closed after the answer.
+func TestBaseBodyLimit(t *testing.T) {
+	srv, _ := baseServer(t, "", func(w http.ResponseWriter, r *http.Request) {
+		_, err := io.ReadAll(r.Body)
+		var mbe *http.MaxBytesError
+		switch {
+		case errors.As(err, &mbe):
+			w.WriteHeader(http.StatusRequestEntityTooLarge)
+		case err != nil:
+			w.WriteHeader(http.StatusBadRequest)
+		}
+	})
+	for _, tt := range []struct {
+		body   string
+		status int
+		closed bool
+	}{
+		{strings.Repeat("x", 16), 200, false},
+		{strings.Repeat("x", 17), 413, true},
+	} {
+		res, err := http.Post(srv.URL, "text/plain", strings.NewReader(tt.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != tt.status || res.Close != tt.closed {
+			t.Errorf("%d bytes: %d, close %v; want %d, %v", len(tt.body), res.StatusCode, res.Close, tt.status, tt.closed)
+		}
+	}
+}
