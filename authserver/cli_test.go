@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/logtest"
 	"github.com/partnerapi/authplatform/pkg/redistest"
 )
 
@@ -226,7 +227,7 @@ func TestServeOneLogStream(t *testing.T) {
 	h.must("keys", "generate", "--out", keys)
 	cmd := exec.Command(os.Args[0], "serve", "--addr", "127.0.0.1:0", "--metrics-addr", "off", "--keys", keys)
 	cmd.Env = []string{"AUTHSERVER_TEST_MAIN=1", "REDIS_URL=redis://127.0.0.1:" + strconv.Itoa(redistest.FreePort(t)) + "/0"}
-	stderr := &lockedBuffer{}
+	stderr := &logtest.Sink{}
 	cmd.Stderr = stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

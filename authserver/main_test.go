@@ -13,7 +13,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +22,7 @@ import (
 
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
 	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/logtest"
 	"github.com/partnerapi/authplatform/pkg/redistest"
 )
 
@@ -497,24 +497,6 @@ func TestServeConfig(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a writer the server's goroutines share with the test.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // TestServe runs `authserver serve` on :0 end to end: it prints where it
 // listens, issues a token to the standard client, answers the health check
 // command, and shuts down gracefully when the context ends.
@@ -533,7 +515,7 @@ func TestServe(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	pr, pw := io.Pipe()
-	stderr := &lockedBuffer{}
+	stderr := &logtest.Sink{}
 	done := make(chan error, 1)
 	go func() {
 		err := run(ctx, []string{"authserver", "serve", "--issuer", "http://issuer.test"}, h.getenv, pw, stderr)

@@ -10,33 +10,15 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
 	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/logtest"
 	"github.com/partnerapi/authplatform/pkg/redisconn"
 	"github.com/partnerapi/authplatform/pkg/redistest"
 )
-
-// syncBuffer collects a writer's output for polling.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // getenvOf serves an environment from a map.
 func getenvOf(env map[string]string) func(string) string {
@@ -79,7 +61,7 @@ func TestRunServe(t *testing.T) {
 
 	runCtx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr logtest.Sink
 	done := make(chan error, 1)
 	go func() {
 		done <- run(runCtx, []string{"resourceserver", "serve", "--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--jwks-url", jwksSrv.URL + "/.well-known/jwks.json"},
@@ -91,7 +73,7 @@ func TestRunServe(t *testing.T) {
 	waitStatus(t, base+"/readyz", http.StatusOK) // JWKS fetched, Redis answers
 
 	// The container probe, finding the port through ADDR as in compose.
-	var out syncBuffer
+	var out logtest.Sink
 	port := base[strings.LastIndex(base, ":")+1:]
 	if err := run(ctx, []string{"resourceserver", "healthcheck"}, getenvOf(map[string]string{"ADDR": ":" + port}), &out, &out); err != nil || out.String() != "ok\n" {
 		t.Errorf("healthcheck: %v %q", err, out.String())
@@ -175,7 +157,7 @@ func TestRunServeWithoutKeys(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr logtest.Sink
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"resourceserver", "serve", "--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--jwks-url", deadURL},
@@ -202,7 +184,7 @@ func TestRunServeWithoutKeys(t *testing.T) {
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "5" {
 		t.Errorf("/api/v1/me/ without keys: %d %v", resp.StatusCode, resp.Header)
 	}
-	var out syncBuffer
+	var out logtest.Sink
 	if err := run(ctx, []string{"resourceserver", "healthcheck", "--url", base + "/readyz"}, getenvOf(nil), &out, &out); err == nil || !strings.Contains(err.Error(), "answered 503") {
 		t.Errorf("healthcheck of a server without keys: %v", err)
 	}
@@ -235,7 +217,7 @@ func TestRunErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var stdout, stderr syncBuffer
+			var stdout, stderr logtest.Sink
 			err := run(context.Background(), tt.args, getenvOf(tt.env), &stdout, &stderr)
 			if err == nil {
 				t.Fatal("no error")
@@ -251,7 +233,7 @@ func TestRunErrors(t *testing.T) {
 		})
 	}
 	// Help is not an error.
-	var stdout, stderr syncBuffer
+	var stdout, stderr logtest.Sink
 	if err := run(context.Background(), []string{"resourceserver", "serve", "-h"}, getenvOf(map[string]string{"REDIS_URL": "redis://u:hunter2@h:1"}), &stdout, &stderr); err != nil {
 		t.Errorf("serve -h: %v", err)
 	}
@@ -263,7 +245,7 @@ func TestRunErrors(t *testing.T) {
 var listeningRE = regexp.MustCompile(`listening on (http://\S+)`)
 
 // waitListening waits for run to print its address.
-func waitListening(t *testing.T, stdout *syncBuffer, done <-chan error) string {
+func waitListening(t *testing.T, stdout *logtest.Sink, done <-chan error) string {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
@@ -306,7 +288,7 @@ func TestRunServeOneLogStream(t *testing.T) {
 	dead.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr logtest.Sink
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"resourceserver", "serve", "--addr", "127.0.0.1:0", "--metrics-addr", "off", "--jwks-url", deadURL},

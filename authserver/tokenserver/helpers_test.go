@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 	"github.com/partnerapi/authplatform/pkg/clientip"
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/logging"
+	"github.com/partnerapi/authplatform/pkg/logtest"
 	"github.com/partnerapi/authplatform/pkg/redisconn"
 	"github.com/partnerapi/authplatform/pkg/redistest"
 	"github.com/partnerapi/authplatform/pkg/testclock"
@@ -41,24 +41,6 @@ type clock = testclock.Clock
 
 func newClock(t time.Time) *clock { return testclock.New(t) }
 
-// syncBuffer is a log sink the server's goroutines write while a test reads.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // env is a token service under test: real Redis under a key prefix of the
 // test's own, injected clocks, and one or more instances over httptest.
 type env struct {
@@ -73,7 +55,7 @@ type env struct {
 	failures int64 // per-address and per-client failure limit
 	ceiling  int   // per-address ceiling of failures naming no client
 	legacy   bool  // Config.AcceptLegacySecrets of instances started from now on
-	logs     *syncBuffer
+	logs     *logtest.Sink
 	url      string // base URL of the first instance
 	srv      *Server
 }
@@ -107,7 +89,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	t.Helper()
 	e := &env{
 		t: t, now: newClock(epoch), rate: newClock(epoch),
-		failures: DefaultFailuresPerMinute, logs: &syncBuffer{}, keys: newKeySet(t),
+		failures: DefaultFailuresPerMinute, logs: &logtest.Sink{}, keys: newKeySet(t),
 	}
 	for _, o := range opts {
 		o(e)

@@ -2,8 +2,6 @@ package httpserver_test
 
 import (
 	"bufio"
-	"bytes"
-	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -12,51 +10,20 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/partnerapi/authplatform/pkg/clientip"
 	"github.com/partnerapi/authplatform/pkg/httpserver"
 	"github.com/partnerapi/authplatform/pkg/logging"
+	"github.com/partnerapi/authplatform/pkg/logtest"
 )
 
 var requestIDRE = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
-// logSink is a concurrency-safe log destination.
-type logSink struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logSink) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-// records returns the JSON records logged so far.
-func (l *logSink) records(t *testing.T) []map[string]any {
-	t.Helper()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(l.buf.String()), "\n") {
-		if line == "" {
-			continue
-		}
-		var m map[string]any
-		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			t.Fatalf("log line %q: %v", line, err)
-		}
-		out = append(out, m)
-	}
-	return out
-}
-
 // baseServer serves h behind Base on a real loopback server.
-func baseServer(t *testing.T, trust string, h http.HandlerFunc) (*httptest.Server, *logSink) {
+func baseServer(t *testing.T, trust string, h http.HandlerFunc) (*httptest.Server, *logtest.Sink) {
 	t.Helper()
-	sink := &logSink{}
+	sink := &logtest.Sink{}
 	logger, err := logging.New(sink, "info")
 	if err != nil {
 		t.Fatal(err)
@@ -115,7 +82,7 @@ func TestBaseRequestID(t *testing.T) {
 			}
 		})
 	}
-	recs := logs.records(t)
+	recs := logs.Records(t)
 	if len(recs) != 2 {
 		t.Fatalf("%d records, want 2: %v", len(recs), recs)
 	}
@@ -128,7 +95,7 @@ func TestBaseRequestID(t *testing.T) {
 	if !requestIDRE.MatchString(r["request_id"].(string)) || r["duration"] == nil {
 		t.Errorf("access record %v", r)
 	}
-	if strings.Contains(logs.buf.String(), "secret") {
+	if strings.Contains(logs.String(), "secret") {
 		t.Error("the query string was logged")
 	}
 }
@@ -167,7 +134,7 @@ func TestBasePanic(t *testing.T) {
 		t.Errorf("next request: %d %s", res.StatusCode, body)
 	}
 	var panics, status500 int
-	for _, r := range logs.records(t) {
+	for _, r := range logs.Records(t) {
 		if r["msg"] == "panic" && strings.Contains(r["stack"].(string), "goroutine") && r["request_id"] != nil {
 			panics++
 		}

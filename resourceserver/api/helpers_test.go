@@ -1,12 +1,10 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -22,6 +20,7 @@ import (
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/logging"
+	"github.com/partnerapi/authplatform/pkg/logtest"
 	"github.com/partnerapi/authplatform/pkg/redistest"
 	"github.com/partnerapi/authplatform/pkg/testclock"
 	"github.com/partnerapi/authplatform/resourceserver/apidocs"
@@ -50,7 +49,7 @@ type fixture struct {
 	issuer *accesstoken.Issuer
 	clock  *clock
 	docs   *apidocs.Docs
-	logs   *syncBuffer
+	logs   *logtest.Sink
 }
 
 func newFixture(t testing.TB) *fixture {
@@ -80,7 +79,7 @@ func newFixtureWith(t testing.TB, rdb redis.UniversalClient, prefix string) *fix
 	clk := newClock()
 	return &fixture{
 		t: t, rdb: rdb, store: clients.NewStore(rdb, prefix, clk.Now),
-		keys: ks, issuer: iss, clock: clk, docs: docs, logs: &syncBuffer{},
+		keys: ks, issuer: iss, clock: clk, docs: docs, logs: &logtest.Sink{},
 	}
 }
 
@@ -230,36 +229,6 @@ func parts(t testing.TB, token string) (map[string]any, map[string]any, []byte) 
 		t.Fatal(err)
 	}
 	return h, c, sig
-}
-
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// records returns the JSON log records written so far.
-func (b *syncBuffer) records(t testing.TB) []map[string]any {
-	t.Helper()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var out []map[string]any
-	dec := json.NewDecoder(bytes.NewReader(b.buf.Bytes()))
-	for {
-		var m map[string]any
-		if err := dec.Decode(&m); err == io.EOF {
-			return out
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, m)
-	}
 }
 
 // keySource is a KeySource whose set or error can change.

@@ -174,7 +174,7 @@ func TestErrorAnswers(t *testing.T) {
 	// The panic and the internal error are logged, with their request id;
 	// their details never reach the client.
 	var panics, internal int
-	for _, r := range f.logs.records(t) {
+	for _, r := range f.logs.Records(t) {
 		if r["request_id"] == nil || r["request_id"] == "" {
 			t.Errorf("record without request_id: %v", r)
 		}
@@ -244,7 +244,7 @@ func TestLogs(t *testing.T) {
 	id := rec.Header().Get("X-Request-Id")
 	doGet(t, s.handler, "/api/v1/me/", "svc_at_broken")
 
-	records := f.logs.records(t)
+	records := f.logs.Records(t)
 	if len(records) < 3 {
 		t.Fatalf("%d records", len(records))
 	}
@@ -260,7 +260,7 @@ func TestLogs(t *testing.T) {
 	if access == nil || access["client_id"] != c.ID || access["status"] != float64(200) || access["path"] != "/api/v1/me/" {
 		t.Errorf("access record %v", access)
 	}
-	raw := f.logs.buf.String()
+	raw := f.logs.String()
 	for _, secret := range []string{tok, "shh", "svc_at_broken"} {
 		if strings.Contains(raw, secret) {
 			t.Errorf("logs hold %.20q", secret)
@@ -338,7 +338,7 @@ func TestRedisDown(t *testing.T) {
 		t.Errorf("llms.txt without Redis: %d", rec.Code)
 	}
 	logged := false
-	for _, r := range f.logs.records(t) {
+	for _, r := range f.logs.Records(t) {
 		logged = logged || r["msg"] == "dependency unavailable" && r["level"] == "WARN"
 	}
 	if !logged {
@@ -370,7 +370,7 @@ func TestAccessLogClientIP(t *testing.T) {
 		serve(s.handler, req)
 	}
 	var ips []any
-	for _, r := range f.logs.records(t) {
+	for _, r := range f.logs.Records(t) {
 		if r["msg"] == "request" {
 			ips = append(ips, r["client_ip"])
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/logtest"
 	"github.com/partnerapi/authplatform/pkg/partnerclient"
 	"github.com/partnerapi/authplatform/pkg/redistest"
 	"github.com/partnerapi/authplatform/pkg/testclock"
@@ -164,7 +165,7 @@ func TestRotationMidFlight(t *testing.T) {
 	s := newStack(t)
 	id, secret := s.client(clients.AudienceHospital, clients.ScopePatientsRead)
 	cfg := s.config(id, secret, &sleeper{})
-	var logs syncBuffer
+	var logs logtest.Sink
 	cfg.Logger = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	c, err := partnerclient.New(cfg)
 	if err != nil {

@@ -1,7 +1,6 @@
 package sdk
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -20,6 +19,7 @@ import (
 	"github.com/partnerapi/authplatform/pkg/clientip"
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/logging"
+	"github.com/partnerapi/authplatform/pkg/logtest"
 	"github.com/partnerapi/authplatform/pkg/partnerclient"
 	"github.com/partnerapi/authplatform/pkg/redisconn"
 	"github.com/partnerapi/authplatform/pkg/redistest"
@@ -35,24 +35,6 @@ const (
 	tokenPath = "/api/v1/oauth/token/"
 )
 
-// syncBuffer is a log sink written by the servers while a test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // stack is both servers on one httptest server, routed as the edge routes
 // them, with a count of the requests each path received.
 type stack struct {
@@ -60,7 +42,7 @@ type stack struct {
 	rdb    redis.UniversalClient
 	store  *clients.Store
 	url    string
-	logs   *syncBuffer
+	logs   *logtest.Sink
 	tokens atomic.Int64 // requests that reached the token endpoint
 	api    atomic.Int64 // requests that reached /api/v1/me/
 	// serverNow is the token clock of both servers (iat, exp, expiry).
@@ -107,7 +89,7 @@ func newStack(t testing.TB, opts ...stackOption) *stack {
 		cfg.rdb = redistest.Client(t)
 	}
 	now := time.Now().UTC().Truncate(time.Second)
-	s := &stack{t: t, rdb: cfg.rdb, logs: &syncBuffer{}, serverNow: testclock.New(now), rate: testclock.New(now)}
+	s := &stack{t: t, rdb: cfg.rdb, logs: &logtest.Sink{}, serverNow: testclock.New(now), rate: testclock.New(now)}
 	prefix := redistest.Prefix(t, s.rdb)
 	s.store = clients.NewStore(s.rdb, prefix, nil)
 	key, err := accesstoken.GenerateKey(accesstoken.AlgEdDSA)

@@ -18,7 +18,7 @@
 //     survive a SIGKILL of Redis sent the moment the commands return.
 //
 // The long run through the multi-process topology (a soak under secret
-// rotation) is TestSoak in deploy/topology.
+// rotation) is TestSoak in deploy/e2e/topology.
 //
 // TestRedisOutage and TestDurability need redis-server: under CI=true a
 // missing one fails them, otherwise they are skipped.

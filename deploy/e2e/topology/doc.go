@@ -10,7 +10,7 @@
 // the rotation returned is accepted, and that the servers' RSS stays flat.
 // CI runs 25 seconds with a rotation every 5 s; the long run is
 //
-//	go test -run TestSoak ./deploy/topology -soak=5m -timeout=15m
+//	go test -run TestSoak ./deploy/e2e/topology -soak=5m -timeout=15m
 //
 // with a rotation every 10 s.
 //

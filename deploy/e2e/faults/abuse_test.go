@@ -40,7 +40,7 @@ func TestFailedAuthFlood(t *testing.T) {
 	if tokenserver.DefaultFailuresPerMinute != limit {
 		t.Fatalf("DefaultFailuresPerMinute = %d; README documents %d", tokenserver.DefaultFailuresPerMinute, limit)
 	}
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/httpserver"
 	"github.com/partnerapi/authplatform/pkg/logging"
+	"github.com/partnerapi/authplatform/pkg/logtest"
 	"github.com/partnerapi/authplatform/pkg/redisconn"
 	"github.com/partnerapi/authplatform/pkg/redistest"
 	"github.com/partnerapi/authplatform/pkg/testclock"
@@ -55,24 +56,6 @@ const (
 // clock is the tests' hand-moved clock.
 type clock = testclock.Clock
 
-// syncBuffer is a log sink written by the servers while a test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // stack is the whole service in one process: the token service and the
 // resource server on the test Redis under a prefix of the test's own,
 // behind the edge routing, served by production's net/http server
@@ -92,7 +75,7 @@ type stack struct {
 	// rate is the clock of every rate limit (per client, per address).
 	rate *clock
 
-	authLogs, resLogs, serverLogs *syncBuffer
+	authLogs, resLogs, serverLogs *logtest.Sink
 	auth                          *tokenserver.Server
 	handler                       http.Handler // the edge: both servers
 	addr                          string       // host:port of the real server
@@ -160,7 +143,7 @@ func newStack(t testing.TB, opts ...option) *stack {
 		t: t, rdb: rdb, prefix: redistest.Prefix(t, rdb),
 		tokenNow: time.Now().UTC().Truncate(time.Second),
 		rate:     testclock.New(time.Now().UTC().Truncate(time.Millisecond)),
-		authLogs: &syncBuffer{}, resLogs: &syncBuffer{}, serverLogs: &syncBuffer{},
+		authLogs: &logtest.Sink{}, resLogs: &logtest.Sink{}, serverLogs: &logtest.Sink{},
 	}
 	s.store = clients.NewStore(rdb, s.prefix, nil)
 	key, err := accesstoken.GenerateKey(accesstoken.AlgEdDSA)
