@@ -6,12 +6,12 @@ import (
 	"encoding/json"
 	"io"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/partnerapi/authplatform/deploy/e2e/e2etest"
 	"github.com/partnerapi/authplatform/pkg/redistest"
 )
 
@@ -79,17 +79,6 @@ func block(t *testing.T, text, heading string) []string {
 	return nil
 }
 
-// repoRoot is the module's root, where the printed `go run ./authserver`
-// lines are meant to be run.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return filepath.Dir(strings.TrimSpace(string(out)))
-}
-
 // tryIt runs the "Try it" lines exactly as printed, with bash in the
 // repository's root, and returns /me's status and body.
 func tryIt(t *testing.T, text string) (status string, me map[string]any) {
@@ -101,7 +90,7 @@ func tryIt(t *testing.T, text string) (status string, me map[string]any) {
 	last := len(script) - 1
 	script[last] = strings.Replace(script[last], "curl -s ", "curl -s -w '\\n%{http_code}' ", 1)
 	cmd := exec.Command("bash", "-c", "set -e\n"+strings.Join(script, "\n"))
-	cmd.Dir = repoRoot(t)
+	cmd.Dir = e2etest.RepoRoot(t)
 	got, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("printed commands failed: %v\n%s", err, got)
@@ -187,7 +176,7 @@ func TestLocalStackHandsOverInProcessRedis(t *testing.T) {
 		t.Fatalf("manage lines:\n%s", strings.Join(manage, "\n"))
 	}
 	cmd := exec.Command("bash", "-c", "set -e\n"+manage[0]+"\n"+manage[1])
-	cmd.Dir = repoRoot(t)
+	cmd.Dir = e2etest.RepoRoot(t)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
@@ -13,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,17 +22,15 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/partnerapi/authplatform/authserver/tokenserver"
+	"github.com/partnerapi/authplatform/deploy/e2e/e2etest"
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
 	"github.com/partnerapi/authplatform/pkg/clientip"
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/httpserver"
 	"github.com/partnerapi/authplatform/pkg/logging"
 	"github.com/partnerapi/authplatform/pkg/logtest"
-	"github.com/partnerapi/authplatform/pkg/redisconn"
 	"github.com/partnerapi/authplatform/pkg/redistest"
 	"github.com/partnerapi/authplatform/pkg/testclock"
-	"github.com/partnerapi/authplatform/resourceserver/api"
-	"github.com/partnerapi/authplatform/resourceserver/apidocs"
 )
 
 const (
@@ -145,7 +141,6 @@ func newStack(t testing.TB, opts ...option) *stack {
 		rate:     testclock.New(time.Now().UTC().Truncate(time.Millisecond)),
 		authLogs: &logtest.Sink{}, resLogs: &logtest.Sink{}, serverLogs: &logtest.Sink{},
 	}
-	s.store = clients.NewStore(rdb, s.prefix, nil)
 	key, err := accesstoken.GenerateKey(accesstoken.AlgEdDSA)
 	if err != nil {
 		t.Fatal(err)
@@ -163,26 +158,12 @@ func newStack(t testing.TB, opts ...option) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tokenNow := func() time.Time { return s.tokenNow }
-
-	s.auth, err = tokenserver.NewServer(newLogger(t, s.authLogs), tokenserver.Config{
-		Issuer: issuer, Audience: audience, Trust: trust, FailuresPerMinute: cfg.failuresPerMinute,
-		Now: tokenNow, RateNow: s.rate.Now, KeyPrefix: s.prefix,
-	}, tokenserver.Deps{
-		Registry: s.store, Keys: s.keys,
-		Ready: func(ctx context.Context) error { return redisconn.Ping(ctx, rdb, time.Second) },
+	servers := e2etest.NewServers(t, e2etest.Config{
+		Issuer: issuer, Audience: audience, AuthRedis: rdb, KeyPrefix: s.prefix, Keys: s.keys, Trust: trust,
+		FailuresPerMinute: cfg.failuresPerMinute, Now: func() time.Time { return s.tokenNow }, RateNow: s.rate.Now,
+		AuthLogger: newLogger(t, s.authLogs), APILogger: newLogger(t, s.resLogs),
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	docs, err := apidocs.New("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := api.NewServer(newLogger(t, s.resLogs), api.Config{
-		Issuer: issuer, Audience: audience, TrustedProxies: trust, Now: tokenNow, RateLimitNow: s.rate.Now,
-	}, api.Deps{Clients: s.store, Keys: accesstoken.StaticKeys{Set: s.keys.Public()}, Docs: docs, Redis: rdb})
-	s.handler = edge(s.auth, res)
+	s.store, s.auth, s.handler = servers.Store, servers.Auth, servers.Edge()
 
 	ln, err := net.Listen("tcp", proxyAddr+":0")
 	if err != nil {
@@ -213,18 +194,6 @@ func newLogger(t testing.TB, w io.Writer) *slog.Logger {
 		t.Fatal(err)
 	}
 	return l
-}
-
-// edge routes as deploy/Caddyfile (and deploy/local) do: the token
-// service's paths to it, everything else to the resource server.
-func edge(auth, res http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.URL.Path, "/api/v1/oauth/") || strings.HasPrefix(r.URL.Path, "/.well-known/") {
-			auth.ServeHTTP(w, r)
-			return
-		}
-		res.ServeHTTP(w, r)
-	})
 }
 
 // client creates an active client of org "acme" and returns its id and secret.
@@ -351,37 +320,17 @@ func (s *stack) get(path string, mods ...func(*http.Request)) reply {
 
 // Request modifiers.
 
-func header(name, value string) func(*http.Request) {
-	return func(r *http.Request) { r.Header.Add(name, value) }
-}
-
-// basic authenticates with HTTP Basic, id and secret form-urlencoded first
-// (RFC 6749 section 2.3.1).
-func basic(id, secret string) func(*http.Request) {
-	return basicRaw(url.QueryEscape(id) + ":" + url.QueryEscape(secret))
-}
-
-// basicRaw sends userpass base64-encoded as it is.
-func basicRaw(userpass string) func(*http.Request) {
-	return header("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(userpass)))
-}
-
-func bearer(token string) func(*http.Request) { return header("Authorization", "Bearer "+token) }
+// The request helpers of the kit, by the short names the tables use.
+var (
+	header   = e2etest.Header
+	basic    = e2etest.Basic
+	basicRaw = e2etest.BasicRaw
+	bearer   = e2etest.Bearer
+	form     = e2etest.Form
+)
 
 // from names the client's address as the edge proxy does.
 func from(addr string) func(*http.Request) { return header("X-Forwarded-For", addr) }
-
-// form encodes key/value pairs in order (repeats allowed).
-func form(kv ...string) string {
-	var b strings.Builder
-	for i := 0; i+1 < len(kv); i += 2 {
-		if b.Len() > 0 {
-			b.WriteByte('&')
-		}
-		b.WriteString(url.QueryEscape(kv[i]) + "=" + url.QueryEscape(kv[i+1]))
-	}
-	return b.String()
-}
 
 // grant is the minimal token request body.
 var grant = form("grant_type", "client_credentials")

@@ -20,11 +20,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/partnerapi/authplatform/authserver/tokenserver"
+	"github.com/partnerapi/authplatform/deploy/e2e/e2etest"
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/redisconn"
-	"github.com/partnerapi/authplatform/resourceserver/api"
-	"github.com/partnerapi/authplatform/resourceserver/apidocs"
 )
 
 const (
@@ -88,41 +87,15 @@ func startStack(t *testing.T, redisURL string) *stack {
 		return rdb
 	}
 
-	k, err := accesstoken.GenerateKey(accesstoken.AlgEdDSA)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys, err := accesstoken.NewKeySet(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.keys = keys
-
-	authRedis := open()
-	auth, err := tokenserver.NewServer(logger, tokenserver.Config{
-		Issuer: issuer, Audience: audience,
+	servers := e2etest.NewServers(t, e2etest.Config{
+		Issuer: issuer, Audience: audience, AuthRedis: open(), APIRedis: open(),
 		// The tests present wrong and revoked secrets on purpose; the
 		// per-address limit of failures is not what they are about.
 		FailuresPerMinute: highLimit,
-	}, tokenserver.Deps{
-		Registry: clients.NewStore(authRedis, "", nil),
-		Keys:     keys,
-		Ready:    func(ctx context.Context) error { return redisconn.Ping(ctx, authRedis, time.Second) },
+		AuthLogger:        logger, APILogger: logger, DocsBase: issuer,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	docs, err := apidocs.New(issuer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	apiRedis := open()
-	res := api.NewServer(logger, api.Config{Issuer: issuer, Audience: audience}, api.Deps{
-		Clients: clients.NewStore(apiRedis, "", nil),
-		Keys:    accesstoken.StaticKeys{Set: keys.Public()},
-		Docs:    docs,
-		Redis:   apiRedis,
-	})
+	s.keys = servers.Keys
+	auth, res := servers.Auth, servers.API
 	s.operator = clients.NewStore(open(), "", nil)
 
 	s.auth = httptest.NewServer(auth)

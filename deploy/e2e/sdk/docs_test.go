@@ -22,6 +22,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/partnerapi/authplatform/authserver/tokenserver"
+	"github.com/partnerapi/authplatform/deploy/e2e/e2etest"
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/partnerclient"
@@ -84,13 +85,10 @@ func (f *docsFixture) request(method, path, contentType, body string, mods ...fu
 	return f.send(req)
 }
 
-func basicAuth(id, secret string) func(*http.Request) {
-	return func(r *http.Request) { r.SetBasicAuth(url.QueryEscape(id), url.QueryEscape(secret)) }
-}
-
-func bearer(tok string) func(*http.Request) {
-	return func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+tok) }
-}
+var (
+	basicAuth = e2etest.Basic
+	bearer    = e2etest.Bearer
+)
 
 const formType = "application/x-www-form-urlencoded"
 

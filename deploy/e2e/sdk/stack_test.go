@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,17 +14,14 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/partnerapi/authplatform/authserver/tokenserver"
-	"github.com/partnerapi/authplatform/pkg/accesstoken"
+	"github.com/partnerapi/authplatform/deploy/e2e/e2etest"
 	"github.com/partnerapi/authplatform/pkg/clientip"
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/logging"
 	"github.com/partnerapi/authplatform/pkg/logtest"
 	"github.com/partnerapi/authplatform/pkg/partnerclient"
-	"github.com/partnerapi/authplatform/pkg/redisconn"
 	"github.com/partnerapi/authplatform/pkg/redistest"
 	"github.com/partnerapi/authplatform/pkg/testclock"
-	"github.com/partnerapi/authplatform/resourceserver/api"
-	"github.com/partnerapi/authplatform/resourceserver/apidocs"
 )
 
 const (
@@ -91,41 +87,21 @@ func newStack(t testing.TB, opts ...stackOption) *stack {
 	now := time.Now().UTC().Truncate(time.Second)
 	s := &stack{t: t, rdb: cfg.rdb, logs: &logtest.Sink{}, serverNow: testclock.New(now), rate: testclock.New(now)}
 	prefix := redistest.Prefix(t, s.rdb)
-	s.store = clients.NewStore(s.rdb, prefix, nil)
-	key, err := accesstoken.GenerateKey(accesstoken.AlgEdDSA)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys, err := accesstoken.NewKeySet(key)
-	if err != nil {
-		t.Fatal(err)
-	}
 	logger, err := logging.New(s.logs, "debug")
 	if err != nil {
 		t.Fatal(err)
 	}
-	rdb := s.rdb
-	auth, err := tokenserver.NewServer(logger, tokenserver.Config{
-		Issuer: issuer, Audience: audience, Now: s.serverNow.Now, RateNow: s.rate.Now, KeyPrefix: prefix, Trust: cfg.trust,
-	}, tokenserver.Deps{
-		Registry: s.store, Keys: keys,
-		Ready: func(ctx context.Context) error { return redisconn.Ping(ctx, rdb, time.Second) },
+	servers := e2etest.NewServers(t, e2etest.Config{
+		Issuer: issuer, Audience: audience, AuthRedis: s.rdb, KeyPrefix: prefix, Trust: cfg.trust,
+		Now: s.serverNow.Now, RateNow: s.rate.Now, AuthLogger: logger, APILogger: logger,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	docs, err := apidocs.New("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := api.NewServer(logger, api.Config{
-		Issuer: issuer, Audience: audience, Now: s.serverNow.Now, RateLimitNow: s.rate.Now, TrustedProxies: cfg.trust,
-	}, api.Deps{Clients: s.store, Keys: accesstoken.StaticKeys{Set: keys.Public()}, Docs: docs, Redis: rdb})
+	s.store = servers.Store
+	auth, res := servers.Auth, servers.API
 
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
 		switch {
-		case strings.HasPrefix(r.URL.Path, "/api/v1/oauth/") || strings.HasPrefix(r.URL.Path, "/.well-known/"):
+		case e2etest.IsAuthPath(r.URL.Path):
 			if r.URL.Path == tokenserver.PathToken {
 				s.tokens.Add(1)
 			}

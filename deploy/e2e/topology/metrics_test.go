@@ -267,7 +267,7 @@ func (p *prometheus) waitFor(t *testing.T, q string, want float64) {
 		if got == want {
 			return
 		}
-		if time.Now().After(deadline) || !p.running() {
+		if time.Now().After(deadline) || !p.Running() {
 			t.Errorf("Prometheus: %s = %v, want %v", q, got, want)
 			return
 		}

@@ -490,19 +490,19 @@ func startRSSSampler(servers []*server, every time.Duration) *rssSampler {
 	s := &rssSampler{stopc: make(chan struct{}), done: make(chan struct{}),
 		series: rssSeries{samples: map[string][]rssSample{}, errs: map[string]string{}}}
 	for _, srv := range servers {
-		s.series.names = append(s.series.names, srv.name)
+		s.series.names = append(s.series.names, srv.Name)
 	}
 	sample := func() {
 		for _, srv := range servers {
-			if _, failed := s.series.errs[srv.name]; failed {
+			if _, failed := s.series.errs[srv.Name]; failed {
 				continue
 			}
-			b, err := vmRSS(srv.cmd.Process.Pid)
+			b, err := vmRSS(srv.Cmd.Process.Pid)
 			if err != nil {
-				s.series.errs[srv.name] = err.Error()
+				s.series.errs[srv.Name] = err.Error()
 				continue
 			}
-			s.series.samples[srv.name] = append(s.series.samples[srv.name], rssSample{at: time.Now(), bytes: b})
+			s.series.samples[srv.Name] = append(s.series.samples[srv.Name], rssSample{at: time.Now(), bytes: b})
 		}
 	}
 	go func() {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partnerapi/authplatform/deploy/e2e/e2etest"
 	"github.com/partnerapi/authplatform/pkg/redistest"
 )
 
@@ -41,8 +42,8 @@ func TestTopology(t *testing.T) {
 	if !t.Run("journey", func(t *testing.T) { journey(t, top) }) {
 		return
 	}
-	top.auth[0].kill()
-	top.resource[0].kill()
+	top.auth[0].Kill()
+	top.resource[0].Kill()
 	t.Run("journey without auth-1 and resource-1", func(t *testing.T) { journey(t, top) })
 }
 
@@ -122,15 +123,15 @@ func (top *topology) redisEnv() []string {
 
 // waitRoutes polls url, a path the edge routes to one of servers, until
 // every one of them has answered it 200, failing the test after
-// startTimeout.
+// e2etest.StartTimeout.
 func waitRoutes(t *testing.T, url string, servers []*server) {
 	t.Helper()
 	client := &http.Client{Timeout: time.Second}
 	seen := map[*server]bool{}
-	deadline := time.Now().Add(startTimeout)
+	deadline := time.Now().Add(e2etest.StartTimeout)
 	for len(seen) < len(servers) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the edge did not route %s to every replica within %v: only to %v", url, startTimeout, seen)
+			t.Fatalf("the edge did not route %s to every replica within %v: only to %v", url, e2etest.StartTimeout, seen)
 		}
 		resp, err := client.Get(url)
 		if err != nil {
@@ -221,7 +222,7 @@ func loopbackHostPorts(ports []int) []string {
 func running(servers []*server) []*server {
 	var out []*server
 	for _, s := range servers {
-		if s.running() {
+		if s.Running() {
 			out = append(out, s)
 		}
 	}
@@ -333,7 +334,7 @@ func checkForwarding(t *testing.T, top *topology, token string) {
 		top.auth, true)
 	check("GET /api/v1/me/ through the edge", top.me(t, top.edge, token, forged), top.resource, true)
 	direct := running(top.resource)[0]
-	check("GET /api/v1/me/ straight to "+direct.name, top.me(t, direct.base, token, forged), top.resource, false)
+	check("GET /api/v1/me/ straight to "+direct.Name, top.me(t, direct.base, token, forged), top.resource, false)
 }
 
 // clientAddress is the client address an access record names (both

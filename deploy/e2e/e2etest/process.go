@@ -1,0 +1,207 @@
+//go:build unix
+
+package e2etest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/partnerapi/authplatform/pkg/logtest"
+	"github.com/partnerapi/authplatform/pkg/redistest"
+)
+
+// StartTimeout bounds the wait for a process to be ready.
+const StartTimeout = 30 * time.Second
+
+// RequireCommand fails the test under CI=true when name is not installed,
+// and skips it otherwise.
+func RequireCommand(t testing.TB, name string) {
+	t.Helper()
+	if _, err := exec.LookPath(name); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is not installed and CI=true forbids skipping (.ci/run installs it from Debian packages)", name)
+		}
+		t.Skipf("%s is not installed", name)
+	}
+}
+
+// RepoRoot is the module's root directory.
+func RepoRoot(t testing.TB) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil || strings.TrimSpace(string(out)) == "" {
+		t.Fatalf("go env GOMOD: %v", err)
+	}
+	return filepath.Dir(strings.TrimSpace(string(out)))
+}
+
+// built holds the binaries built once per test binary; RunMain removes
+// the directory.
+var built struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// BuildServers builds authserver and resourceserver as the Dockerfile does
+// (static, trimmed), once per test run, and returns their directory.
+func BuildServers(t testing.TB) string {
+	t.Helper()
+	built.once.Do(func() {
+		built.dir, built.err = os.MkdirTemp("", "e2e-bin-")
+		if built.err != nil {
+			return
+		}
+		cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", built.dir+string(filepath.Separator), "./authserver", "./resourceserver")
+		cmd.Dir = RepoRoot(t)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("go build ./authserver ./resourceserver: %v\n%s", err, out)
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+	return built.dir
+}
+
+// RunMain is a TestMain body: redistest.RunMain, then the built binaries
+// removed. It returns the exit code.
+func RunMain(m *testing.M) int {
+	code := redistest.RunMain(m)
+	if built.dir != "" {
+		_ = os.RemoveAll(built.dir)
+	}
+	return code
+}
+
+// BaseEnv is the environment every process starts from: none of the test's
+// own (a REDIS_URL meant for other tests must not leak in).
+func BaseEnv(home string) []string {
+	return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home}
+}
+
+// Process is a child process in a process group of its own, its output
+// kept in memory.
+type Process struct {
+	Name string
+	Cmd  *exec.Cmd
+	// Out is its stdout and stderr.
+	Out    *logtest.Sink
+	exited chan struct{}
+	once   sync.Once
+}
+
+// StartProcess starts bin; the process group is killed when the test ends,
+// and the end of the output is logged if the test failed.
+func StartProcess(t testing.TB, name string, env []string, bin string, args ...string) *Process {
+	t.Helper()
+	p := &Process{Name: name, Out: &logtest.Sink{}, exited: make(chan struct{})}
+	p.Cmd = exec.Command(bin, args...)
+	p.Cmd.Env = env
+	p.Cmd.Stdout, p.Cmd.Stderr = p.Out, p.Out
+	p.Cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := p.Cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	go func() {
+		_ = p.Cmd.Wait()
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		p.Kill()
+		if t.Failed() {
+			t.Logf("--- output of %s (end) ---\n%s", name, p.Tail(8<<10))
+		}
+	})
+	return p
+}
+
+// Running reports whether the process has not exited.
+func (p *Process) Running() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// Kill sends SIGKILL to the process group (a crash, no graceful shutdown)
+// and waits for the process to be reaped.
+func (p *Process) Kill() {
+	p.once.Do(func() {
+		if p.Running() {
+			_ = syscall.Kill(-p.Cmd.Process.Pid, syscall.SIGKILL)
+		}
+		select {
+		case <-p.exited:
+		case <-time.After(10 * time.Second):
+		}
+	})
+}
+
+// Tail is the last n bytes of the output.
+func (p *Process) Tail(n int) string {
+	s := p.Out.String()
+	if len(s) > n {
+		s = "..." + s[len(s)-n:]
+	}
+	return s
+}
+
+// AccessRecord returns the access log record ("msg":"request") of the
+// request with the given id, if the process logged it.
+func (p *Process) AccessRecord(id string) (map[string]any, bool) {
+	for _, line := range strings.Split(p.Out.String(), "\n") {
+		if !strings.Contains(line, id) {
+			continue
+		}
+		var rec map[string]any
+		if json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == "request" && rec["request_id"] == id {
+			return rec, true
+		}
+	}
+	return nil, false
+}
+
+// WaitOK polls url until it answers 200, failing the test after
+// StartTimeout or as soon as one of procs has exited.
+func WaitOK(t testing.TB, url string, procs ...*Process) {
+	t.Helper()
+	client := &http.Client{Timeout: time.Second}
+	deadline := time.Now().Add(StartTimeout)
+	var last string
+	for {
+		resp, err := client.Get(url)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+			last = resp.Status
+		} else {
+			last = err.Error()
+		}
+		for _, p := range procs {
+			if !p.Running() {
+				t.Fatalf("%s exited while waiting for %s:\n%s", p.Name, url, p.Tail(8<<10))
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not answer 200 within %v; last answer: %s", url, StartTimeout, last)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -1,0 +1,40 @@
+package e2etest
+
+import (
+	"encoding/base64"
+	"net/http"
+	"net/url"
+)
+
+// Header adds a value of a request header (twice: two values).
+func Header(name, value string) func(*http.Request) {
+	return func(r *http.Request) { r.Header.Add(name, value) }
+}
+
+// Basic sets HTTP Basic credentials, form-encoded first as RFC 6749
+// section 2.3.1 asks of client credentials.
+func Basic(id, secret string) func(*http.Request) {
+	return BasicRaw(url.QueryEscape(id) + ":" + url.QueryEscape(secret))
+}
+
+// BasicRaw sends userpass base64-encoded as it is, however malformed.
+func BasicRaw(userpass string) func(*http.Request) {
+	return Header("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(userpass)))
+}
+
+// Bearer sets a bearer token (RFC 6750 section 2.1).
+func Bearer(token string) func(*http.Request) { return Header("Authorization", "Bearer "+token) }
+
+// Form encodes key, value pairs as a form body, in the order given.
+func Form(kv ...string) string {
+	var b []byte
+	for i := 0; i+1 < len(kv); i += 2 {
+		if i > 0 {
+			b = append(b, '&')
+		}
+		b = append(b, url.QueryEscape(kv[i])...)
+		b = append(b, '=')
+		b = append(b, url.QueryEscape(kv[i+1])...)
+	}
+	return string(b)
+}

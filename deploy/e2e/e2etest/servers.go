@@ -1,0 +1,123 @@
+package e2etest
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/partnerapi/authplatform/authserver/tokenserver"
+	"github.com/partnerapi/authplatform/pkg/accesstoken"
+	"github.com/partnerapi/authplatform/pkg/clientip"
+	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/redisconn"
+	"github.com/partnerapi/authplatform/resourceserver/api"
+	"github.com/partnerapi/authplatform/resourceserver/apidocs"
+)
+
+// Config is what NewServers wires. Issuer, Audience and AuthRedis are
+// required; every other zero value is the servers' own default.
+type Config struct {
+	Issuer, Audience string
+	// AuthRedis is the token service's Redis; APIRedis the resource
+	// server's (nil: AuthRedis). Two clients behave as two processes do.
+	AuthRedis, APIRedis redis.UniversalClient
+	// KeyPrefix isolates a test's keys (redistest.Prefix).
+	KeyPrefix string
+	// Keys signs and verifies (nil: a new Ed25519 key set).
+	Keys *accesstoken.KeySet
+	// Trust names the proxies both servers believe.
+	Trust clientip.Trust
+	// FailuresPerMinute is the token service's per-address failure budget.
+	FailuresPerMinute int64
+	// Now is both servers' token clock; RateNow the clock of the rate
+	// limits (nil: the real clock; the Redis server's for limits).
+	Now, RateNow func() time.Time
+	// AuthLogger and APILogger log each server (nil: discarded).
+	AuthLogger, APILogger *slog.Logger
+	// DocsBase is the base URL the documentation names ("": relative).
+	DocsBase string
+}
+
+// Servers are the token service and the resource server of one test.
+type Servers struct {
+	Keys *accesstoken.KeySet
+	Auth *tokenserver.Server
+	API  http.Handler
+	// Store is the token service's registry (what the operator CLI uses).
+	Store *clients.Store
+}
+
+// NewServers wires both servers as deploy/local does.
+func NewServers(t testing.TB, cfg Config) *Servers {
+	t.Helper()
+	if cfg.APIRedis == nil {
+		cfg.APIRedis = cfg.AuthRedis
+	}
+	discard := slog.New(slog.DiscardHandler)
+	if cfg.AuthLogger == nil {
+		cfg.AuthLogger = discard
+	}
+	if cfg.APILogger == nil {
+		cfg.APILogger = discard
+	}
+	s := &Servers{Keys: cfg.Keys, Store: clients.NewStore(cfg.AuthRedis, cfg.KeyPrefix, nil)}
+	if s.Keys == nil {
+		key, err := accesstoken.GenerateKey(accesstoken.AlgEdDSA)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Keys, err = accesstoken.NewKeySet(key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	authRedis := cfg.AuthRedis
+	var err error
+	s.Auth, err = tokenserver.NewServer(cfg.AuthLogger, tokenserver.Config{
+		Issuer: cfg.Issuer, Audience: cfg.Audience, Trust: cfg.Trust, FailuresPerMinute: cfg.FailuresPerMinute,
+		Now: cfg.Now, RateNow: cfg.RateNow, KeyPrefix: cfg.KeyPrefix,
+	}, tokenserver.Deps{
+		Registry: s.Store, Keys: s.Keys,
+		Ready: func(ctx context.Context) error { return redisconn.Ping(ctx, authRedis, time.Second) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := apidocs.New(cfg.DocsBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.API = api.NewServer(cfg.APILogger, api.Config{
+		Issuer: cfg.Issuer, Audience: cfg.Audience, TrustedProxies: cfg.Trust, Now: cfg.Now, RateLimitNow: cfg.RateNow,
+	}, api.Deps{
+		Clients: clients.NewStore(cfg.APIRedis, cfg.KeyPrefix, nil),
+		Keys:    accesstoken.StaticKeys{Set: s.Keys.Public()},
+		Docs:    docs,
+		Redis:   cfg.APIRedis,
+	})
+	return s
+}
+
+// Edge is both servers behind one base URL.
+func (s *Servers) Edge() http.Handler { return Edge(s.Auth, s.API) }
+
+// Edge routes as deploy/Caddyfile and deploy/local do: the token service's
+// paths to auth, everything else to res.
+func Edge(auth, res http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if IsAuthPath(r.URL.Path) {
+			auth.ServeHTTP(w, r)
+			return
+		}
+		res.ServeHTTP(w, r)
+	})
+}
+
+// IsAuthPath reports whether the edge sends path to the token service.
+func IsAuthPath(path string) bool {
+	return strings.HasPrefix(path, "/api/v1/oauth/") || strings.HasPrefix(path, "/.well-known/")
+}
