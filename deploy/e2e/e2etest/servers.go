@@ -121,3 +121,24 @@ func Edge(auth, res http.Handler) http.Handler {
 func IsAuthPath(path string) bool {
 	return strings.HasPrefix(path, "/api/v1/oauth/") || strings.HasPrefix(path, "/.well-known/")
 }
+
+// NewOrg creates the live organisation slug ("Acme Hospital" for "acme").
+func NewOrg(t testing.TB, store *clients.Store, slug, name string) {
+	t.Helper()
+	if _, err := store.CreateOrg(context.Background(), clients.OrgSpec{Slug: slug, Name: name, Environment: clients.EnvironmentLive}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// NewClient creates an active client of organisation org and returns its
+// id and secret.
+func NewClient(t testing.TB, store *clients.Store, org, audience string, scopes ...string) (string, string) {
+	t.Helper()
+	c, secret, err := store.CreateClient(context.Background(), clients.ClientSpec{
+		OrgSlug: org, Name: "client " + audience, Audience: audience, Scopes: scopes,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.ID, secret
+}

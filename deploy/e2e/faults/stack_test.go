@@ -181,9 +181,7 @@ func newStack(t testing.TB, opts ...option) *stack {
 			t.Errorf("server: %v", err)
 		}
 	})
-	if _, err := s.store.CreateOrg(context.Background(), clients.OrgSpec{Slug: "acme", Name: "Acme Hospital", Environment: clients.EnvironmentLive}); err != nil {
-		t.Fatal(err)
-	}
+	e2etest.NewOrg(t, s.store, "acme", "Acme Hospital")
 	return s
 }
 
@@ -199,13 +197,7 @@ func newLogger(t testing.TB, w io.Writer) *slog.Logger {
 // client creates an active client of org "acme" and returns its id and secret.
 func (s *stack) client(audience string, scopes ...string) (string, string) {
 	s.t.Helper()
-	c, secret, err := s.store.CreateClient(context.Background(), clients.ClientSpec{
-		OrgSlug: "acme", Name: "client " + audience, Audience: audience, Scopes: scopes,
-	})
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	return c.ID, secret
+	return e2etest.NewClient(s.t, s.store, "acme", audience, scopes...)
 }
 
 // token issues a token directly (as the token service would) at the

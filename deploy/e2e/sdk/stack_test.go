@@ -118,9 +118,7 @@ func newStack(t testing.TB, opts ...stackOption) *stack {
 	}))
 	t.Cleanup(hs.Close)
 	s.url = hs.URL
-	if _, err := s.store.CreateOrg(context.Background(), clients.OrgSpec{Slug: "acme", Name: "Acme Hospital", Environment: clients.EnvironmentLive}); err != nil {
-		t.Fatal(err)
-	}
+	e2etest.NewOrg(t, s.store, "acme", "Acme Hospital")
 	return s
 }
 
@@ -141,13 +139,7 @@ func (r *recorder) WriteHeader(code int) {
 // client creates an active client of org "acme" and returns its id and secret.
 func (s *stack) client(audience string, scopes ...string) (string, string) {
 	s.t.Helper()
-	c, secret, err := s.store.CreateClient(context.Background(), clients.ClientSpec{
-		OrgSlug: "acme", Name: "client " + audience, Audience: audience, Scopes: scopes,
-	})
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	return c.ID, secret
+	return e2etest.NewClient(s.t, s.store, "acme", audience, scopes...)
 }
 
 // history returns the answers so far.
