@@ -6,7 +6,9 @@
 // The OpenAPI document (openapi.json) and the guides (guides/*.md) are written
 // by hand and embedded in the binary. [New] parses and validates the document
 // once and renders the reference page and the llms.txt files from it, so the
-// reference can never disagree with the schema. A [Docs] is immutable after
+// reference can never disagree with the schema. The reference's layout is a
+// template (templates/reference.md.tmpl, embedded); reference.go only builds
+// what it shows from the document, in the author's order of keys. A [Docs] is immutable after
 // [New] and safe for concurrent use.
 //
 // The documents say {base_url} (BaseURLPlaceholder) wherever the

@@ -2,6 +2,7 @@ package apidocs
 
 import (
 	"bytes"
+	"embed"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -9,9 +10,15 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"text/template"
 
 	"github.com/getkin/kin-openapi/openapi3"
 )
+
+// templatesFS holds the page templates.
+//
+//go:embed templates/*.tmpl
+var templatesFS embed.FS
 
 // jsonIndex records, for the JSON pointer (RFC 6901) of every value of a
 // JSON document, the keys of objects in the order written and the raw text.
@@ -106,11 +113,90 @@ func refPointer(ref, fallback string) string {
 	return fallback
 }
 
-// reference renders the API reference of one OpenAPI document.
+// referenceTemplate lays the reference out: templates/reference.md.tmpl,
+// fed by renderReference with a referenceView built from the document.
+var referenceTemplate = template.Must(template.ParseFS(templatesFS, "templates/reference.md.tmpl"))
+
+// referenceView is what the reference template shows: the document's parts
+// in the author's order, every table cell already made safe (cell).
+type referenceView struct {
+	Title, InfoTitle, Version, OpenAPI, Description string
+	Endpoints                                       []endpointRow
+	Schemes                                         []schemeRow
+	Flows                                           []flowView
+	Groups                                          []groupView
+	Schemas                                         []schemaView
+}
+
+type endpointRow struct{ Method, Path, Summary, Auth string }
+
+type schemeRow struct{ Name, Kind, Description string }
+
+type flowView struct {
+	Scheme, Key, TokenURL string
+	Scopes                []scopeRow
+}
+
+type scopeRow struct{ Name, Description string }
+
+// groupView is the operations of one tag, or the untagged ones.
+type groupView struct {
+	Name, Description string
+	Ops               []operationView
+}
+
+type operationView struct {
+	Method, Path, Summary, OperationID, Description string
+	// Auth is the sentence on authentication.
+	Auth      string
+	Params    []paramRow
+	Body      *bodyView
+	Responses []responseRow
+	Headers   []headerRow
+	Examples  []exampleView
+}
+
+type paramRow struct{ Name, In, Type, Required, Description string }
+
+type bodyView struct {
+	Required     bool
+	Description  string
+	ContentTypes string
+	Schemas      []bodySchema
+	Examples     []exampleView
+}
+
+type bodySchema struct {
+	ContentType, Type string
+	Fields            *fieldsView
+}
+
+type responseRow struct{ Status, Description, Content string }
+
+type headerRow struct{ Status, Name, Type, Always, Description string }
+
+// exampleView is one example: Lang is the code fence's language.
+type exampleView struct{ Heading, Lang, Text string }
+
+// fieldsView is the fields table of an object schema.
+type fieldsView struct {
+	Rows []fieldRow
+	// Closed: the schema forbids other fields.
+	Closed bool
+}
+
+type fieldRow struct{ Name, Type, Required, Description string }
+
+// schemaView is a component schema: Fields for an object, else Type.
+type schemaView struct {
+	Name, Description, Type string
+	Fields                  *fieldsView
+}
+
+// reference builds the view of one OpenAPI document.
 type reference struct {
 	doc *openapi3.T
 	idx *jsonIndex
-	b   bytes.Buffer
 }
 
 // operation is one method of one path.
@@ -132,58 +218,42 @@ var httpMethods = []string{
 func renderReference(doc *openapi3.T, idx *jsonIndex, title string) []byte {
 	r := &reference{doc: doc, idx: idx}
 	ops := r.operations()
-
-	fmt.Fprintf(&r.b, "# %s\n\n", title)
-	fmt.Fprintf(&r.b, "%s, version %s. Generated from the OpenAPI %s document served at `GET /api/v1/schema/?format=json`; the two never disagree. ",
-		doc.Info.Title, doc.Info.Version, doc.OpenAPI)
-	r.b.WriteString("All paths are relative to the base address `{base_url}`.\n\n")
-	if doc.Info.Description != "" {
-		r.b.WriteString(doc.Info.Description + "\n\n")
-	}
-
-	r.b.WriteString("## Endpoints\n\n| Method | Path | Summary | Authentication |\n|---|---|---|---|\n")
+	v := referenceView{Title: title, InfoTitle: doc.Info.Title, Version: doc.Info.Version, OpenAPI: doc.OpenAPI,
+		Description: doc.Info.Description}
 	for _, o := range ops {
-		fmt.Fprintf(&r.b, "| %s | `%s` | %s | %s |\n", o.method, o.path, cell(o.op.Summary), cell(r.securityShort(o.op)))
+		v.Endpoints = append(v.Endpoints, endpointRow{o.method, o.path, cell(o.op.Summary), cell(r.securityShort(o.op))})
 	}
-	r.b.WriteString("\n")
-
-	r.writeSecuritySchemes()
-
+	v.Schemes, v.Flows = r.securitySchemes()
 	done := make(map[*openapi3.Operation]bool)
 	for _, tag := range doc.Tags {
-		var tagged []operation
+		g := groupView{Name: tag.Name, Description: tag.Description}
 		for _, o := range ops {
 			if len(o.op.Tags) > 0 && o.op.Tags[0] == tag.Name {
-				tagged = append(tagged, o)
+				g.Ops = append(g.Ops, r.operation(o))
+				done[o.op] = true
 			}
 		}
-		if len(tagged) == 0 {
-			continue
-		}
-		fmt.Fprintf(&r.b, "## %s\n\n", tag.Name)
-		if tag.Description != "" {
-			r.b.WriteString(tag.Description + "\n\n")
-		}
-		for _, o := range tagged {
-			r.writeOperation(o)
-			done[o.op] = true
+		if len(g.Ops) > 0 {
+			v.Groups = append(v.Groups, g)
 		}
 	}
-	var other []operation
+	other := groupView{Name: "Other endpoints"}
 	for _, o := range ops {
 		if !done[o.op] {
-			other = append(other, o)
+			other.Ops = append(other.Ops, r.operation(o))
 		}
 	}
-	if len(other) > 0 {
-		r.b.WriteString("## Other endpoints\n\n")
-		for _, o := range other {
-			r.writeOperation(o)
-		}
+	if len(other.Ops) > 0 {
+		v.Groups = append(v.Groups, other)
 	}
-
-	r.writeSchemas()
-	return bytes.TrimRight(r.b.Bytes(), "\n")
+	v.Schemas = r.schemas()
+	var b bytes.Buffer
+	if err := referenceTemplate.Execute(&b, v); err != nil {
+		// The template and the view are this package's own: a test renders
+		// every field of the embedded document.
+		panic("apidocs: reference template: " + err.Error())
+	}
+	return bytes.TrimRight(b.Bytes(), "\n")
 }
 
 // operations lists every operation, paths in document order.
@@ -242,12 +312,15 @@ func requirementText(req openapi3.SecurityRequirement) string {
 	return strings.Join(names, " and ")
 }
 
-func (r *reference) writeSecuritySchemes() {
+// securitySchemes lists the component security schemes and their OAuth
+// flows.
+func (r *reference) securitySchemes() ([]schemeRow, []flowView) {
 	if r.doc.Components == nil || len(r.doc.Components.SecuritySchemes) == 0 {
-		return
+		return nil, nil
 	}
 	schemes := r.doc.Components.SecuritySchemes
-	r.b.WriteString("## Authentication schemes\n\n| Name | Type | Description |\n|---|---|---|\n")
+	var rows []schemeRow
+	var flows []flowView
 	names := ordered(r.idx, "/components/securitySchemes", schemes)
 	for _, name := range names {
 		s := schemes[name].Value
@@ -260,15 +333,14 @@ func (r *reference) writeSecuritySchemes() {
 		case "apiKey":
 			kind = "API key in " + s.In + " `" + s.Name + "`"
 		}
-		fmt.Fprintf(&r.b, "| `%s` | %s | %s |\n", name, kind, cell(s.Description))
+		rows = append(rows, schemeRow{name, kind, cell(s.Description)})
 	}
-	r.b.WriteString("\n")
 	for _, name := range names {
 		s := schemes[name].Value
 		if s.Flows == nil {
 			continue
 		}
-		flows := []struct {
+		for _, f := range []struct {
 			key  string
 			flow *openapi3.OAuthFlow
 		}{
@@ -276,143 +348,108 @@ func (r *reference) writeSecuritySchemes() {
 			{"authorizationCode", s.Flows.AuthorizationCode},
 			{"implicit", s.Flows.Implicit},
 			{"password", s.Flows.Password},
-		}
-		for _, f := range flows {
+		} {
 			if f.flow == nil {
 				continue
 			}
-			fmt.Fprintf(&r.b, "### `%s`: flow `%s`\n\n", name, f.key)
-			if f.flow.TokenURL != "" {
-				fmt.Fprintf(&r.b, "Token URL: `%s`.\n\n", f.flow.TokenURL)
+			fv := flowView{Scheme: name, Key: f.key, TokenURL: f.flow.TokenURL}
+			ptr := "/components/securitySchemes/" + escapePointer(name) + "/flows/" + f.key + "/scopes"
+			for _, scope := range ordered(r.idx, ptr, f.flow.Scopes) {
+				fv.Scopes = append(fv.Scopes, scopeRow{scope, cell(f.flow.Scopes[scope])})
 			}
-			if len(f.flow.Scopes) > 0 {
-				r.b.WriteString("| Scope | Description |\n|---|---|\n")
-				ptr := "/components/securitySchemes/" + escapePointer(name) + "/flows/" + f.key + "/scopes"
-				for _, scope := range ordered(r.idx, ptr, f.flow.Scopes) {
-					fmt.Fprintf(&r.b, "| `%s` | %s |\n", scope, cell(f.flow.Scopes[scope]))
-				}
-				r.b.WriteString("\n")
-			}
+			flows = append(flows, fv)
 		}
 	}
+	return rows, flows
 }
 
-func (r *reference) writeOperation(o operation) {
+// operation builds the view of one operation.
+func (r *reference) operation(o operation) operationView {
 	op := o.op
-	fmt.Fprintf(&r.b, "### %s %s\n\n", o.method, o.path)
-	if op.Summary != "" {
-		fmt.Fprintf(&r.b, "**%s**", op.Summary)
-		if op.OperationID != "" {
-			fmt.Fprintf(&r.b, " (operation `%s`)", op.OperationID)
-		}
-		r.b.WriteString("\n\n")
-	}
-	if op.Description != "" {
-		r.b.WriteString(op.Description + "\n\n")
-	}
-
-	reqs := r.securityRequirements(op)
-	switch len(reqs) {
+	v := operationView{Method: o.method, Path: o.path, Summary: op.Summary, OperationID: op.OperationID, Description: op.Description}
+	switch reqs := r.securityRequirements(op); len(reqs) {
 	case 0:
-		r.b.WriteString("Authentication: none.\n\n")
+		v.Auth = "Authentication: none."
 	case 1:
-		fmt.Fprintf(&r.b, "Authentication: %s.\n\n", requirementText(reqs[0]))
+		v.Auth = "Authentication: " + requirementText(reqs[0]) + "."
 	default:
 		alts := make([]string, 0, len(reqs))
 		for _, req := range reqs {
 			alts = append(alts, requirementText(req))
 		}
-		fmt.Fprintf(&r.b, "Authentication, any one of: %s.\n\n", strings.Join(alts, "; "))
+		v.Auth = "Authentication, any one of: " + strings.Join(alts, "; ") + "."
 	}
-
-	if len(op.Parameters) > 0 {
-		r.b.WriteString("#### Parameters\n\n| Name | In | Type | Required | Description |\n|---|---|---|---|---|\n")
-		for _, p := range op.Parameters {
-			v := p.Value
-			fmt.Fprintf(&r.b, "| `%s` | %s | %s | %s | %s |\n", v.Name, v.In, cell(typeText(v.Schema)), yesNo(v.Required), cell(v.Description))
-		}
-		r.b.WriteString("\n")
+	for _, p := range op.Parameters {
+		pv := p.Value
+		v.Params = append(v.Params, paramRow{pv.Name, pv.In, cell(typeText(pv.Schema)), yesNo(pv.Required), cell(pv.Description)})
 	}
-
 	if rb := op.RequestBody; rb != nil && rb.Value != nil {
-		ptr := refPointer(rb.Ref, o.ptr+"/requestBody")
-		r.b.WriteString("#### Request body\n\n")
-		if rb.Value.Required {
-			r.b.WriteString("Required. ")
-		} else {
-			r.b.WriteString("Optional. ")
-		}
-		if rb.Value.Description != "" {
-			r.b.WriteString(rb.Value.Description + " ")
-		}
-		cts := ordered(r.idx, ptr+"/content", rb.Value.Content)
-		fmt.Fprintf(&r.b, "Content types: %s.\n\n", codeList(cts))
-		// Content types sharing a schema are shown once.
-		shown := make(map[*openapi3.Schema]bool)
-		for _, ct := range cts {
-			mt := rb.Value.Content[ct]
-			if mt.Schema == nil || mt.Schema.Value == nil || shown[mt.Schema.Value] {
-				continue
-			}
-			shown[mt.Schema.Value] = true
-			fmt.Fprintf(&r.b, "Schema of `%s`: %s.\n\n", ct, typeText(mt.Schema))
-			r.writeFields(mt.Schema, refPointer(mt.Schema.Ref, ptr+"/content/"+escapePointer(ct)+"/schema"))
-		}
-		for _, ct := range cts {
-			r.writeExamples("Example request", ct, rb.Value.Content[ct], ptr+"/content/"+escapePointer(ct))
-		}
+		v.Body = r.requestBody(rb, o.ptr)
 	}
-
 	responses := op.Responses.Map()
 	statuses := ordered(r.idx, o.ptr+"/responses", responses)
-	r.b.WriteString("#### Responses\n\n| Status | Description | Content |\n|---|---|---|\n")
 	for _, status := range statuses {
-		resp := responses[status].Value
+		resp := responses[status]
+		ptr := refPointer(resp.Ref, o.ptr+"/responses/"+status)
 		var content []string
-		for _, ct := range ordered(r.idx, refPointer(responses[status].Ref, o.ptr+"/responses/"+status)+"/content", resp.Content) {
+		for _, ct := range ordered(r.idx, ptr+"/content", resp.Value.Content) {
 			c := "`" + ct + "`"
-			if s := resp.Content[ct].Schema; s != nil {
+			if s := resp.Value.Content[ct].Schema; s != nil {
 				c += ": " + typeText(s)
 			}
 			content = append(content, c)
 		}
 		desc := ""
-		if resp.Description != nil {
-			desc = *resp.Description
+		if resp.Value.Description != nil {
+			desc = *resp.Value.Description
 		}
-		fmt.Fprintf(&r.b, "| %s | %s | %s |\n", status, cell(desc), cell(strings.Join(content, "; ")))
+		v.Responses = append(v.Responses, responseRow{status, cell(desc), cell(strings.Join(content, "; "))})
 	}
-	r.b.WriteString("\n")
-
-	var headerRows []string
 	for _, status := range statuses {
 		resp := responses[status]
 		ptr := refPointer(resp.Ref, o.ptr+"/responses/"+status) + "/headers"
 		for _, name := range ordered(r.idx, ptr, resp.Value.Headers) {
 			h := resp.Value.Headers[name].Value
-			headerRows = append(headerRows, fmt.Sprintf("| %s | `%s` | %s | %s | %s |\n",
-				status, name, cell(typeText(h.Schema)), yesNo(h.Required), cell(h.Description)))
+			v.Headers = append(v.Headers, headerRow{status, name, cell(typeText(h.Schema)), yesNo(h.Required), cell(h.Description)})
 		}
 	}
-	if len(headerRows) > 0 {
-		r.b.WriteString("#### Response headers\n\n| Status | Header | Type | Always sent | Description |\n|---|---|---|---|---|\n")
-		r.b.WriteString(strings.Join(headerRows, ""))
-		r.b.WriteString("\n")
-	}
-
 	for _, status := range statuses {
 		resp := responses[status]
 		ptr := refPointer(resp.Ref, o.ptr+"/responses/"+status)
 		for _, ct := range ordered(r.idx, ptr+"/content", resp.Value.Content) {
-			r.writeExamples("Example "+status, ct, resp.Value.Content[ct], ptr+"/content/"+escapePointer(ct))
+			v.Examples = append(v.Examples, r.examples("Example "+status, ct, resp.Value.Content[ct], ptr+"/content/"+escapePointer(ct))...)
 		}
 	}
+	return v
 }
 
-// writeExamples writes the example and the named examples of one media type.
-func (r *reference) writeExamples(label, ct string, mt *openapi3.MediaType, ptr string) {
+// requestBody builds the view of an operation's request body; content
+// types sharing a schema show it once.
+func (r *reference) requestBody(rb *openapi3.RequestBodyRef, opPtr string) *bodyView {
+	ptr := refPointer(rb.Ref, opPtr+"/requestBody")
+	cts := ordered(r.idx, ptr+"/content", rb.Value.Content)
+	v := &bodyView{Required: rb.Value.Required, Description: rb.Value.Description, ContentTypes: codeList(cts)}
+	shown := make(map[*openapi3.Schema]bool)
+	for _, ct := range cts {
+		mt := rb.Value.Content[ct]
+		if mt.Schema == nil || mt.Schema.Value == nil || shown[mt.Schema.Value] {
+			continue
+		}
+		shown[mt.Schema.Value] = true
+		v.Schemas = append(v.Schemas, bodySchema{ct, typeText(mt.Schema),
+			r.fields(mt.Schema, refPointer(mt.Schema.Ref, ptr+"/content/"+escapePointer(ct)+"/schema"))})
+	}
+	for _, ct := range cts {
+		v.Examples = append(v.Examples, r.examples("Example request", ct, rb.Value.Content[ct], ptr+"/content/"+escapePointer(ct))...)
+	}
+	return v
+}
+
+// examples lists the example and the named examples of one media type.
+func (r *reference) examples(label, ct string, mt *openapi3.MediaType, ptr string) []exampleView {
+	var out []exampleView
 	if mt.Example != nil {
-		r.writeExample(label+" (`"+ct+"`)", ct, mt.Example, ptr+"/example")
+		out = append(out, r.example(label+" (`"+ct+"`)", ct, mt.Example, ptr+"/example"))
 	}
 	for _, name := range ordered(r.idx, ptr+"/examples", mt.Examples) {
 		ex := mt.Examples[name].Value
@@ -420,21 +457,20 @@ func (r *reference) writeExamples(label, ct string, mt *openapi3.MediaType, ptr 
 		if ex.Summary != "" {
 			heading += ": " + ex.Summary
 		}
-		r.writeExample(heading, ct, ex.Value, refPointer(mt.Examples[name].Ref, ptr+"/examples/"+escapePointer(name))+"/value")
+		out = append(out, r.example(heading, ct, ex.Value, refPointer(mt.Examples[name].Ref, ptr+"/examples/"+escapePointer(name))+"/value"))
 	}
+	return out
 }
 
-// writeExample writes one example: form fields URL-encoded, anything else as
-// JSON, as written in the document when its text is at ptr.
-func (r *reference) writeExample(heading, ct string, value any, ptr string) {
-	fmt.Fprintf(&r.b, "%s:\n\n", heading)
+// example is one example: form fields URL-encoded, anything else as JSON,
+// as written in the document when its text is at ptr.
+func (r *reference) example(heading, ct string, value any, ptr string) exampleView {
 	if obj, ok := value.(map[string]any); ok && ct == "application/x-www-form-urlencoded" {
 		fields := make([]string, 0, len(obj))
 		for _, k := range ordered(r.idx, ptr, obj) {
 			fields = append(fields, url.QueryEscape(k)+"="+url.QueryEscape(fmt.Sprint(obj[k])))
 		}
-		fmt.Fprintf(&r.b, "```\n%s\n```\n\n", strings.Join(fields, "&"))
-		return
+		return exampleView{Heading: heading, Text: strings.Join(fields, "&")}
 	}
 	var text bytes.Buffer
 	if raw, ok := r.idx.raw[ptr]; !ok || json.Indent(&text, raw, "", "  ") != nil {
@@ -445,54 +481,44 @@ func (r *reference) writeExample(heading, ct string, value any, ptr string) {
 		}
 		text.Write(b)
 	}
-	fmt.Fprintf(&r.b, "```json\n%s\n```\n\n", text.Bytes())
+	return exampleView{Heading: heading, Lang: "json", Text: text.String()}
 }
 
-func (r *reference) writeSchemas() {
-	if r.doc.Components == nil || len(r.doc.Components.Schemas) == 0 {
-		return
+// schemas lists the component schemas.
+func (r *reference) schemas() []schemaView {
+	if r.doc.Components == nil {
+		return nil
 	}
 	schemas := r.doc.Components.Schemas
-	r.b.WriteString("## Schemas\n\n")
+	var out []schemaView
 	for _, name := range ordered(r.idx, "/components/schemas", schemas) {
 		s := schemas[name]
-		fmt.Fprintf(&r.b, "### %s\n\n", name)
-		if s.Value.Description != "" {
-			r.b.WriteString(s.Value.Description + "\n\n")
-		}
+		v := schemaView{Name: name, Description: s.Value.Description}
 		if isObject(s.Value) {
-			r.writeFields(s, "/components/schemas/"+escapePointer(name))
+			v.Fields = r.fields(s, "/components/schemas/"+escapePointer(name))
 		} else {
-			fmt.Fprintf(&r.b, "Type: %s.\n\n", constraintText(s.Value))
+			v.Type = constraintText(s.Value)
 		}
+		out = append(out, v)
 	}
+	return out
 }
 
-// writeFields writes the fields table of an object schema, the fields of
-// nested inline objects as "parent.child" rows.
-func (r *reference) writeFields(s *openapi3.SchemaRef, ptr string) {
-	var rows []string
-	closed := r.fieldRows(s, ptr, "", &rows)
-	if len(rows) == 0 {
-		return
-	}
-	r.b.WriteString("| Field | Type | Required | Description |\n|---|---|---|---|\n")
-	r.b.WriteString(strings.Join(rows, ""))
-	r.b.WriteString("\n")
-	if closed {
-		r.b.WriteString("No other fields are allowed.\n\n")
-	}
+// fields builds the fields table of an object schema, the fields of nested
+// inline objects as "parent.child" rows.
+func (r *reference) fields(s *openapi3.SchemaRef, ptr string) *fieldsView {
+	v := &fieldsView{}
+	v.Closed = r.fieldRows(s, ptr, "", &v.Rows)
+	return v
 }
 
-// fieldRows appends a table row for each property of s, prefixed with
-// prefix, and reports whether s forbids other properties.
-func (r *reference) fieldRows(s *openapi3.SchemaRef, ptr, prefix string, rows *[]string) bool {
+// fieldRows appends a row for each property of s, prefixed with prefix, and
+// reports whether s forbids other properties.
+func (r *reference) fieldRows(s *openapi3.SchemaRef, ptr, prefix string, rows *[]fieldRow) bool {
 	v := s.Value
 	for _, name := range ordered(r.idx, ptr+"/properties", v.Properties) {
 		prop := v.Properties[name]
-		desc := prop.Value.Description
-		*rows = append(*rows, fmt.Sprintf("| `%s%s` | %s | %s | %s |\n",
-			prefix, name, cell(typeText(prop)), yesNo(slices.Contains(v.Required, name)), cell(desc)))
+		*rows = append(*rows, fieldRow{prefix + name, cell(typeText(prop)), yesNo(slices.Contains(v.Required, name)), cell(prop.Value.Description)})
 		if prop.Ref == "" && isObject(prop.Value) && len(prop.Value.Properties) > 0 {
 			r.fieldRows(prop, ptr+"/properties/"+escapePointer(name), prefix+name+".", rows)
 		}
