@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -869,5 +870,58 @@ func TestValidateResponseConcurrent(t *testing.T) {
 				t.Error(err)
 			}
 		})
+	}
+}
+
+// The reference's error catalogue lists every error answer the document
+// shows: each JSON example of a 4xx or 5xx response has its row, naming the
+// operation.
+func TestErrorCatalogue(t *testing.T) {
+	d := newDocs(t)
+	ref, _ := d.Page("api-reference")
+	_, catalogue, ok := strings.Cut(string(ref), "\n## Error catalogue\n")
+	if !ok {
+		t.Fatal("the reference has no error catalogue")
+	}
+	catalogue, _, _ = strings.Cut(catalogue, "\n## ")
+	doc := loadDoc(t, d)
+	n := 0
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			for status, resp := range op.Responses.Map() {
+				mt := resp.Value.Content.Get("application/json")
+				if status < "400" || mt == nil {
+					continue
+				}
+				values := []any{mt.Example}
+				for _, ex := range mt.Examples {
+					values = append(values, ex.Value.Value)
+				}
+				for _, v := range values {
+					body, ok := v.(map[string]any)
+					if !ok {
+						continue
+					}
+					code, msg := "(none)", body["detail"]
+					if c, ok := body["error"].(string); ok {
+						code, msg = "`"+c+"`", body["error_description"]
+					}
+					row := fmt.Sprintf("\n| %s | %s | %s | ", status, code, msg)
+					i := strings.Index(catalogue, row)
+					if i < 0 {
+						t.Errorf("%s %s %s: no catalogue row %q", method, path, status, row)
+						continue
+					}
+					line, _, _ := strings.Cut(catalogue[i+1:], "\n")
+					if !strings.Contains(line, method+" `"+path+"`") {
+						t.Errorf("catalogue row %q does not name %s %s", line, method, path)
+					}
+					n++
+				}
+			}
+		}
+	}
+	if n < 16 {
+		t.Errorf("%d error examples found in the document, want at least 16", n)
 	}
 }

@@ -8,7 +8,9 @@
 // once and renders the reference page and the llms.txt files from it, so the
 // reference can never disagree with the schema. The reference's layout is a
 // template (templates/reference.md.tmpl, embedded); reference.go only builds
-// what it shows from the document, in the author's order of keys. A [Docs] is immutable after
+// what it shows from the document, in the author's order of keys, including
+// the error catalogue: every error answer the document's examples show, by
+// status, with the operations that answer it. A [Docs] is immutable after
 // [New] and safe for concurrent use.
 //
 // The documents say {base_url} (BaseURLPlaceholder) wherever the

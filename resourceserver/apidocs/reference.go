@@ -125,7 +125,17 @@ type referenceView struct {
 	Schemes                                         []schemeRow
 	Flows                                           []flowView
 	Groups                                          []groupView
+	Errors                                          []errorRow
 	Schemas                                         []schemaView
+}
+
+// errorRow is one error answer the document shows, with every operation
+// that shows it: the error catalogue.
+type errorRow struct {
+	Status string
+	// Code is the OAuth "error" (RFC 6749 section 5.2), "" for a "detail"
+	// answer.
+	Code, Message, Where string
 }
 
 type endpointRow struct{ Method, Path, Summary, Auth string }
@@ -246,6 +256,7 @@ func renderReference(doc *openapi3.T, idx *jsonIndex, title string) []byte {
 	if len(other.Ops) > 0 {
 		v.Groups = append(v.Groups, other)
 	}
+	v.Errors = r.errorCatalogue(ops)
 	v.Schemas = r.schemas()
 	var b bytes.Buffer
 	if err := referenceTemplate.Execute(&b, v); err != nil {
@@ -482,6 +493,61 @@ func (r *reference) example(heading, ct string, value any, ptr string) exampleVi
 		text.Write(b)
 	}
 	return exampleView{Heading: heading, Lang: "json", Text: text.String()}
+}
+
+// errorCatalogue lists every distinct error answer of the document's
+// examples (status 400 and above, JSON bodies), in the order of the
+// operations and statuses, each with the operations that answer it.
+func (r *reference) errorCatalogue(ops []operation) []errorRow {
+	var rows []errorRow
+	index := map[errorRow]int{} // by status, code and message
+	for _, o := range ops {
+		responses := o.op.Responses.Map()
+		for _, status := range ordered(r.idx, o.ptr+"/responses", responses) {
+			if n, err := strconv.Atoi(status); err != nil || n < 400 {
+				continue
+			}
+			mt := responses[status].Value.Content.Get("application/json")
+			if mt == nil {
+				continue
+			}
+			values := []any{mt.Example}
+			ptr := refPointer(responses[status].Ref, o.ptr+"/responses/"+status) + "/content/" + escapePointer("application/json") + "/examples"
+			for _, name := range ordered(r.idx, ptr, mt.Examples) {
+				values = append(values, mt.Examples[name].Value.Value)
+			}
+			for _, v := range values {
+				body, ok := v.(map[string]any)
+				if !ok {
+					continue
+				}
+				code, _ := body["error"].(string)
+				msg, _ := body["error_description"].(string)
+				if code == "" {
+					msg, _ = body["detail"].(string)
+				}
+				if msg == "" {
+					continue
+				}
+				key := errorRow{Status: status, Code: code, Message: msg}
+				where := o.method + " `" + o.path + "`"
+				if i, seen := index[key]; seen {
+					if !strings.Contains(rows[i].Where, where) {
+						rows[i].Where += ", " + where
+					}
+					continue
+				}
+				index[key] = len(rows)
+				key.Where = where
+				rows = append(rows, key)
+			}
+		}
+	}
+	slices.SortStableFunc(rows, func(a, b errorRow) int { return strings.Compare(a.Status, b.Status) })
+	for i := range rows {
+		rows[i].Message = cell(rows[i].Message)
+	}
+	return rows
 }
 
 // schemas lists the component schemas.
