@@ -280,3 +280,42 @@ func httpGet(url string) (int, error) {
 	resp.Body.Close()
 	return resp.StatusCode, nil
 }
+
+// TestUnconfirmedChangePrintsItsSecret: with more replicas asked for than
+// the node has (a single node, confirm_replicas=2), create and rotate-secret
+// exit 3, say how many replicas acknowledged and how many exist, and still
+// print the secret that works now; the rotation took effect.
+func TestUnconfirmedChangePrintsItsSecret(t *testing.T) {
+	rdb := redistest.Client(t)
+	prefix := redistest.Prefix(t, rdb)
+	sep := "?"
+	if strings.Contains(redistest.URL(), "?") {
+		sep = "&"
+	}
+	env := map[string]string{"REDIS_URL": redistest.URL() + sep + "confirm_replicas=2&confirm_timeout=50ms", "REDIS_KEY_PREFIX": prefix}
+	if _, stderr, code := execAuthserver(t, env, "orgs", "create", "--slug", "unconf", "--name", "U", "--environment", "live"); code != 3 {
+		t.Fatalf("orgs create: exit %d: %s", code, stderr)
+	}
+	stdout, stderr, code := execAuthserver(t, env, "clients", "create", "--org", "unconf", "--name", "n", "--audience", "pharma", "--json")
+	var made struct {
+		ID     string `json:"client_id"`
+		Secret string `json:"client_secret"`
+		Gen    int64  `json:"credential_generation"`
+	}
+	if code != 3 || json.Unmarshal([]byte(stdout), &made) != nil || made.Secret == "" {
+		t.Fatalf("clients create: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	want := "confirmed by 0 of the 2 replica(s) required within 50ms; the primary has only 0 replica(s) connected"
+	if !strings.Contains(stderr, want) || !strings.Contains(stderr, "do not run this command again") {
+		t.Fatalf("stderr %q lacks %q", stderr, want)
+	}
+	stdout, stderr, code = execAuthserver(t, env, "clients", "rotate-secret", made.ID)
+	if code != 3 || !strings.Contains(stdout, "client_secret: svc_cs_") || !strings.Contains(stderr, "the secret printed above is the one that works now") {
+		t.Fatalf("rotate-secret: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	store := clients.NewStore(rdb, prefix, nil)
+	c, err := store.GetClient(t.Context(), made.ID)
+	if err != nil || c.Generation != 2 {
+		t.Fatalf("after the unconfirmed rotation: %+v, %v", c, err)
+	}
+}

@@ -9,8 +9,8 @@ import (
 // lists it, and each row gives its command's --help.
 func commands() []cli.Command {
 	return []cli.Command{
-		{Name: "serve", Synopsis: "[--addr A] [--metrics-addr A] [--keys FILE] [--issuer URL] [--audience A] [--trusted-proxies CIDRS] [--log-level L] [--accept-legacy-secrets]",
-			Summary: "Serve the token service (token, introspection, JWKS, metadata), and its metrics on --metrics-addr.",
+		{Name: "serve", Synopsis: "[--addr A] [--metrics-addr A] [--admin-addr A] [--keys FILE] [--issuer URL] [--audience A] [--trusted-proxies CIDRS] [--log-level L] [--accept-legacy-secrets]",
+			Summary: "Serve the token service (token, introspection, JWKS, metadata), its metrics on --metrics-addr and the admin API on --admin-addr.",
 			Setup:   serveCommand},
 		{Name: "healthcheck", Synopsis: "[--url URL]",
 			Summary: "Exit 0 when the local /readyz answers 200 (container health checks without curl).",
@@ -33,6 +33,9 @@ func commands() []cli.Command {
 		{Name: "orgs list", Synopsis: "[--json]",
 			Summary: "List organisations.",
 			Setup:   orgsList},
+		{Name: "operators create", Synopsis: "--name N [--read-only] [--json]",
+			Summary: "Create an operator client for the admin API (scopes admin.read and admin.write, or admin.read only); prints client_id and client_secret once.",
+			Setup:   operatorsCreate},
 		{Name: "clients create", Synopsis: `--org S --name N --audience pharma|hospital|psp_partner --scopes "..." [--rate-limit N] [--json]`,
 			Summary: "Create a client; prints client_id and client_secret once.",
 			Setup:   clientsCreate},

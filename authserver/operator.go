@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/partnerapi/authplatform/authserver/operations"
 	"github.com/partnerapi/authplatform/pkg/cli"
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/redisconn"
@@ -43,8 +45,9 @@ func openRegistry(ctx context.Context, getenv func(string) string) (store *clien
 }
 
 // operator declares --json and returns an action that runs body with the
-// registry and the chosen output.
-func operator(fs *flag.FlagSet, env cli.Env, body func(ctx context.Context, store *clients.Store, out output, args []string) error) cli.Action {
+// operations (the same the admin API runs) and the chosen output. Changes
+// made here are audited as made by "cli".
+func operator(fs *flag.FlagSet, env cli.Env, body func(ctx context.Context, ops *operations.Service, out output, args []string) error) cli.Action {
 	asJSON := fs.Bool("json", false, "print JSON (README: Operator CLI, JSON output)")
 	return func(ctx context.Context, args []string) error {
 		store, closeStore, err := openRegistry(ctx, env.Getenv)
@@ -52,21 +55,26 @@ func operator(fs *flag.FlagSet, env cli.Env, body func(ctx context.Context, stor
 			return err
 		}
 		defer closeStore()
-		return body(ctx, store, output{w: env.Stdout, json: *asJSON}, args)
+		ctx = clients.WithActor(ctx, "cli")
+		return body(ctx, &operations.Service{Registry: store}, output{w: env.Stdout, json: *asJSON}, args)
 	}
 }
 
-// minLimitError is the one rule for every per-minute limit.
-func minLimitError(what string, n int64) error {
-	return cli.Usagef("%s %d: a limit must be at least 1 request per minute", what, n)
+// checkLimit applies operations.CheckLimit to a flag or argument: a bad
+// limit is a usage error (exit 2).
+func checkLimit(what string, n int64) error {
+	if err := operations.CheckLimit(what, n); err != nil {
+		return cli.Usagef("%s", strings.TrimPrefix(err.Error(), operations.ErrInvalid.Error()+": "))
+	}
+	return nil
 }
 
 func orgsCreate(fs *flag.FlagSet, env cli.Env) cli.Action {
 	slug := fs.String("slug", "", "stable organisation identifier (a-z, 0-9, -)")
 	name := fs.String("name", "", "organisation name")
 	environment := fs.String("environment", "", "sandbox or live")
-	return operator(fs, env, func(ctx context.Context, store *clients.Store, out output, _ []string) error {
-		o, err := store.CreateOrg(ctx, clients.OrgSpec{Slug: *slug, Name: *name, Environment: *environment})
+	return operator(fs, env, func(ctx context.Context, ops *operations.Service, out output, _ []string) error {
+		o, err := ops.CreateOrg(ctx, clients.OrgSpec{Slug: *slug, Name: *name, Environment: *environment})
 		if err != nil {
 			return err
 		}
@@ -75,8 +83,8 @@ func orgsCreate(fs *flag.FlagSet, env cli.Env) cli.Action {
 }
 
 func orgsList(fs *flag.FlagSet, env cli.Env) cli.Action {
-	return operator(fs, env, func(ctx context.Context, store *clients.Store, out output, _ []string) error {
-		orgs, err := store.ListOrgs(ctx)
+	return operator(fs, env, func(ctx context.Context, ops *operations.Service, out output, _ []string) error {
+		orgs, err := ops.ListOrgs(ctx)
 		if err != nil {
 			return err
 		}
@@ -97,32 +105,35 @@ func clientsCreate(fs *flag.FlagSet, env cli.Env) cli.Action {
 	audience := fs.String("audience", "", "pharma, hospital or psp_partner")
 	scopes := fs.String("scopes", "", "space-separated scopes")
 	rateLimit := fs.Int64("rate-limit", clients.DefaultRateLimitPerMinute, "API requests per minute, at least 1")
-	return operator(fs, env, func(ctx context.Context, store *clients.Store, out output, _ []string) error {
-		if *rateLimit < 1 {
-			return minLimitError("--rate-limit", *rateLimit)
-		}
-		c, secret, err := store.CreateClient(ctx, clients.ClientSpec{OrgSlug: *org, Name: *name, Audience: *audience,
-			Scopes: clients.ParseScopes(*scopes), RateLimitPerMinute: *rateLimit})
-		if err != nil {
+	return operator(fs, env, func(ctx context.Context, ops *operations.Service, out output, _ []string) error {
+		if err := checkLimit("--rate-limit", *rateLimit); err != nil {
 			return err
 		}
-		return out.secret(c, secret, "created client")
+		c, err := ops.CreateClient(ctx, clients.ClientSpec{OrgSlug: *org, Name: *name, Audience: *audience,
+			Scopes: clients.ParseScopes(*scopes), RateLimitPerMinute: *rateLimit})
+		return out.secret(c, err, "created client")
+	})
+}
+
+func operatorsCreate(fs *flag.FlagSet, env cli.Env) cli.Action {
+	name := fs.String("name", "", "who or what uses it (a person, a portal, an automation)")
+	readOnly := fs.Bool("read-only", false, "admin.read only: the operator can read the registry but change nothing")
+	return operator(fs, env, func(ctx context.Context, ops *operations.Service, out output, _ []string) error {
+		c, err := ops.CreateOperator(ctx, clients.OperatorSpec{Name: *name, ReadOnly: *readOnly})
+		return out.secret(c, err, "created operator client")
 	})
 }
 
 func clientsRotate(fs *flag.FlagSet, env cli.Env) cli.Action {
-	return operator(fs, env, func(ctx context.Context, store *clients.Store, out output, args []string) error {
-		c, secret, err := store.RotateSecret(ctx, args[0])
-		if err != nil {
-			return err
-		}
-		return out.secret(c, secret, "rotated the secret of client")
+	return operator(fs, env, func(ctx context.Context, ops *operations.Service, out output, args []string) error {
+		c, err := ops.RotateSecret(ctx, args[0])
+		return out.secret(c, err, "rotated the secret of client")
 	})
 }
 
 func clientsRevoke(fs *flag.FlagSet, env cli.Env) cli.Action {
-	return operator(fs, env, func(ctx context.Context, store *clients.Store, out output, args []string) error {
-		c, err := store.Revoke(ctx, args[0])
+	return operator(fs, env, func(ctx context.Context, ops *operations.Service, out output, args []string) error {
+		c, err := ops.Revoke(ctx, args[0])
 		if err != nil {
 			return err
 		}
@@ -134,14 +145,8 @@ func clientsRevoke(fs *flag.FlagSet, env cli.Env) cli.Action {
 
 func clientsList(fs *flag.FlagSet, env cli.Env) cli.Action {
 	org := fs.String("org", "", "only this organisation's clients")
-	return operator(fs, env, func(ctx context.Context, store *clients.Store, out output, _ []string) error {
-		if *org != "" {
-			// An unknown organisation is an error, not an empty list.
-			if _, err := store.GetOrg(ctx, *org); err != nil {
-				return err
-			}
-		}
-		list, err := store.ListClients(ctx, *org)
+	return operator(fs, env, func(ctx context.Context, ops *operations.Service, out output, _ []string) error {
+		list, err := ops.ListClients(ctx, *org)
 		if err != nil {
 			return err
 		}
@@ -157,8 +162,8 @@ func clientsList(fs *flag.FlagSet, env cli.Env) cli.Action {
 }
 
 func clientsShow(fs *flag.FlagSet, env cli.Env) cli.Action {
-	return operator(fs, env, func(ctx context.Context, store *clients.Store, out output, args []string) error {
-		c, err := store.GetClient(ctx, args[0])
+	return operator(fs, env, func(ctx context.Context, ops *operations.Service, out output, args []string) error {
+		c, err := ops.GetClient(ctx, args[0])
 		if err != nil {
 			return err
 		}
@@ -167,12 +172,8 @@ func clientsShow(fs *flag.FlagSet, env cli.Env) cli.Action {
 }
 
 func clientsAudit(fs *flag.FlagSet, env cli.Env) cli.Action {
-	return operator(fs, env, func(ctx context.Context, store *clients.Store, out output, args []string) error {
-		// An unknown client is an error, not an empty stream.
-		if _, err := store.GetClient(ctx, args[0]); err != nil {
-			return err
-		}
-		entries, err := store.ClientAudit(ctx, args[0])
+	return operator(fs, env, func(ctx context.Context, ops *operations.Service, out output, args []string) error {
+		entries, err := ops.ClientAudit(ctx, args[0])
 		if err != nil {
 			return err
 		}
@@ -186,20 +187,15 @@ func clientsAudit(fs *flag.FlagSet, env cli.Env) cli.Action {
 
 func clientsSetRateLimit(fs *flag.FlagSet, env cli.Env) cli.Action {
 	tokenLimit := fs.Bool("token", false, "set the token requests per minute instead of the API requests")
-	return operator(fs, env, func(ctx context.Context, store *clients.Store, out output, args []string) error {
+	return operator(fs, env, func(ctx context.Context, ops *operations.Service, out output, args []string) error {
 		n, err := strconv.ParseInt(args[1], 10, 64)
 		if err != nil {
 			return usagef("rate limit %q is not a whole number", args[1])
 		}
-		if n < 1 {
-			return minLimitError("rate limit", n)
+		if err := checkLimit("rate limit", n); err != nil {
+			return err
 		}
-		var c clients.Client
-		if *tokenLimit {
-			c, err = store.SetTokenRateLimit(ctx, args[0], n)
-		} else {
-			c, err = store.SetRateLimit(ctx, args[0], n)
-		}
+		c, err := ops.SetRateLimit(ctx, args[0], n, *tokenLimit)
 		if err != nil {
 			return err
 		}
@@ -210,12 +206,14 @@ func clientsSetRateLimit(fs *flag.FlagSet, env cli.Env) cli.Action {
 }
 
 func sandboxSeed(fs *flag.FlagSet, env cli.Env) cli.Action {
-	return operator(fs, env, func(ctx context.Context, store *clients.Store, out output, _ []string) error {
-		o, seeded, err := store.SeedSandbox(ctx)
-		if err != nil {
+	return operator(fs, env, func(ctx context.Context, ops *operations.Service, out output, _ []string) error {
+		o, seeded, err := ops.SeedSandbox(ctx)
+		if len(seeded) == 0 {
 			return err
 		}
-		return out.seed(o, seeded)
+		// Clients created but not confirmed are printed with their secrets
+		// before the error: the one time the secrets are shown.
+		return errors.Join(out.seed(o, seeded), err)
 	})
 }
 
@@ -236,18 +234,29 @@ func (o output) print(v any, human func(io.Writer)) error {
 	return nil
 }
 
-// secret prints a client with its secret: the one time the secret is shown.
-func (o output) secret(c clients.Client, secret, verb string) error {
-	if o.json {
-		return o.print(struct {
-			clients.Client
-			ClientSecret string `json:"client_secret"`
-		}{c, secret}, nil)
+// secret prints a client with its secret, the one time the secret is
+// shown, and returns err. A change the replicas did not confirm (err is
+// clients.ErrNotReplicated, exit status 3) is printed all the same, since
+// it took effect: the printed secret is the one that works now. The error
+// line then says not to run the command again blindly: a second create
+// makes a second client, a second rotation another secret.
+func (o output) secret(c operations.WithSecret, err error, verb string) error {
+	if c.ClientSecret == "" {
+		return err
 	}
-	fmt.Fprintf(o.w, "%s %s\n", verb, c.ID)
-	describe(o.w, c)
-	fmt.Fprintf(o.w, "\nclient_id:     %s\nclient_secret: %s\n\nThe secret is shown this once; only its hash is stored. Keep it in a secret store.\n", c.ID, secret)
-	return nil
+	if o.json {
+		if perr := o.print(c, nil); perr != nil {
+			return perr
+		}
+	} else {
+		fmt.Fprintf(o.w, "%s %s\n", verb, c.ID)
+		describe(o.w, c.Client)
+		fmt.Fprintf(o.w, "\nclient_id:     %s\nclient_secret: %s\n\nThe secret is shown this once; only its hash is stored. Keep it in a secret store.\n", c.ID, c.ClientSecret)
+	}
+	if errors.Is(err, clients.ErrNotReplicated) {
+		return fmt.Errorf("%w; the secret printed above is the one that works now: keep it, and do not run this command again; once a replica answers, 'authserver clients show %s' tells whether the change survived (credential_generation %d)", err, c.ID, c.Generation)
+	}
+	return err
 }
 
 func (o output) seed(org clients.Org, seeded []clients.SeededClient) error {

@@ -5,16 +5,23 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"net"
+	"net/http"
 	"strconv"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/partnerapi/authplatform/authserver/adminapi"
+	"github.com/partnerapi/authplatform/authserver/operations"
 	"github.com/partnerapi/authplatform/authserver/tokenserver"
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
 	"github.com/partnerapi/authplatform/pkg/cli"
 	"github.com/partnerapi/authplatform/pkg/clientip"
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/httpserver"
+	"github.com/partnerapi/authplatform/pkg/keywithdrawal"
 	"github.com/partnerapi/authplatform/pkg/logging"
 	"github.com/partnerapi/authplatform/pkg/metrics"
 	"github.com/partnerapi/authplatform/pkg/redisconn"
@@ -25,11 +32,16 @@ import (
 // (compose sets METRICS_ADDR=:9080).
 const defaultMetricsAddr = "127.0.0.1:9080"
 
+// defaultAdminAddr serves the admin API on loopback only: never on the
+// partner-facing port, and not exposed until an operator says where.
+const defaultAdminAddr = "127.0.0.1:8090"
+
 // serveConfig is the configuration of `authserver serve`, from flags over
 // environment variables over defaults.
 type serveConfig struct {
 	Addr           string
 	MetricsAddr    string
+	AdminAddr      string
 	KeysFile       string
 	Issuer         string
 	Audience       string
@@ -48,6 +60,11 @@ func (c serveConfig) Validate() error {
 	}
 	if !metrics.ValidAddr(c.MetricsAddr) {
 		errs = append(errs, fmt.Errorf("--metrics-addr (METRICS_ADDR) %q: want host:port, :port or off", c.MetricsAddr))
+	}
+	if !metrics.ValidAddr(c.AdminAddr) {
+		errs = append(errs, fmt.Errorf("--admin-addr (ADMIN_ADDR) %q: want host:port, :port or off", c.AdminAddr))
+	} else if c.AdminAddr != "off" && c.AdminAddr == c.Addr {
+		errs = append(errs, errors.New("--admin-addr (ADMIN_ADDR) must not be the partner-facing --addr"))
 	}
 	if c.KeysFile == "" {
 		errs = append(errs, errors.New("--keys (KEYS_FILE) is required: create one with 'authserver keys generate --out FILE'"))
@@ -72,6 +89,7 @@ func serveCommand(fs *flag.FlagSet, env cli.Env) cli.Action {
 	cfg := &serveConfig{}
 	fs.StringVar(&cfg.Addr, "addr", envOr(getenv, "ADDR", ":8080"), "listen address of the API (env ADDR)")
 	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", envOr(getenv, "METRICS_ADDR", defaultMetricsAddr), "listen address of GET /metrics, or off (env METRICS_ADDR)")
+	fs.StringVar(&cfg.AdminAddr, "admin-addr", envOr(getenv, "ADMIN_ADDR", defaultAdminAddr), "listen address of the admin API, or off (env ADMIN_ADDR)")
 	fs.StringVar(&cfg.KeysFile, "keys", getenv("KEYS_FILE"), "JWK set file of signing keys (env KEYS_FILE)")
 	fs.StringVar(&cfg.Issuer, "issuer", envOr(getenv, "ISSUER", "http://localhost:8080"), "token issuer (iss) and public base URL (env ISSUER)")
 	fs.StringVar(&cfg.Audience, "audience", envOr(getenv, "AUDIENCE", "partner-api"), "token audience (aud) (env AUDIENCE)")
@@ -119,10 +137,12 @@ func serve(ctx context.Context, cfg serveConfig, env cli.Env) error {
 	m := metrics.NewTokenService(metrics.New("authserver"))
 	rdb.AddHook(m.RedisHook())
 	trust, _ := clientip.ParseTrust(cfg.TrustedProxies)
-	h, err := tokenserver.NewServer(logger, tokenserver.Config{Issuer: cfg.Issuer, Audience: cfg.Audience, Trust: trust, KeyPrefix: env.Getenv("REDIS_KEY_PREFIX"),
+	prefix := env.Getenv("REDIS_KEY_PREFIX")
+	registry := clients.NewStore(rdb, prefix, nil)
+	h, err := tokenserver.NewServer(logger, tokenserver.Config{Issuer: cfg.Issuer, Audience: cfg.Audience, Trust: trust, KeyPrefix: prefix,
 		AcceptLegacySecrets: cfg.AcceptLegacySecrets},
 		tokenserver.Deps{
-			Registry: clients.NewStore(rdb, env.Getenv("REDIS_KEY_PREFIX"), nil),
+			Registry: registry,
 			Keys:     keys,
 			Ready:    func(ctx context.Context) error { return redisconn.Ready(ctx, rdb, time.Second) },
 			Metrics:  m,
@@ -130,7 +150,11 @@ func serve(ctx context.Context, cfg serveConfig, env cli.Env) error {
 	if err != nil {
 		return err
 	}
-	defer watchWithdrawals(ctx, rdb, env.Getenv("REDIS_KEY_PREFIX"), cfg.KeysFile, keys, h, logger).Close()
+	defer watchWithdrawals(ctx, rdb, prefix, cfg.KeysFile, keys, h, logger).Close()
+	admin, err := newAdmin(logger, cfg, env, rdb, h, trust)
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
@@ -140,10 +164,48 @@ func serve(ctx context.Context, cfg serveConfig, env cli.Env) error {
 		ln.Close()
 		return fmt.Errorf("listen on %s (metrics): %w", cfg.MetricsAddr, err)
 	}
+	aln, err := metrics.Listen(cfg.AdminAddr) // the same "host:port or off" rule
+	if err != nil {
+		ln.Close()
+		if mln != nil {
+			mln.Close()
+		}
+		return fmt.Errorf("listen on %s (admin API): %w", cfg.AdminAddr, err)
+	}
 	if err := redisconn.Ping(ctx, rdb, 2*time.Second); err != nil {
 		logger.Warn("redis does not answer yet; requests get 503 until it does", "err", err)
 	}
 	logger.Info("token service listening", "addr", ln.Addr().String(), "issuer", cfg.Issuer, "signing_kid", keys.SigningKeyID())
 	fmt.Fprintf(env.Stdout, "authserver listening on http://%s\n", ln.Addr())
-	return m.ServeWith(ctx, ln, m.Middleware(h), mln, logger, httpserver.MaxConns(cfg.MaxConns))
+	if aln == nil {
+		return m.ServeWith(ctx, ln, m.Middleware(h), mln, logger, httpserver.MaxConns(cfg.MaxConns))
+	}
+	logger.Info("admin API listening", "addr", aln.Addr().String())
+	fmt.Fprintf(env.Stdout, "admin API listening on http://%s%s\n", aln.Addr(), adminapi.Prefix)
+	adminDone := make(chan error, 1)
+	go func() { adminDone <- httpserver.Serve(ctx, aln, m.Middleware(admin), logger.With("listener", "admin")) }()
+	err = m.ServeWith(ctx, ln, m.Middleware(h), mln, logger, httpserver.MaxConns(cfg.MaxConns))
+	if aerr := <-adminDone; err == nil && aerr != nil {
+		err = fmt.Errorf("admin API: %w", aerr)
+	}
+	return err
+}
+
+// newAdmin wires the admin API (nil when --admin-addr is off). Its changes
+// wait for the replicas REDIS_URL asks for, like the command line's.
+func newAdmin(logger *slog.Logger, cfg serveConfig, env cli.Env, rdb redis.UniversalClient, h *tokenserver.Server, trust clientip.Trust) (http.Handler, error) {
+	if cfg.AdminAddr == "off" {
+		return nil, nil
+	}
+	confirm, err := redisconn.ConfirmationOf(cfg.RedisURL)
+	if err != nil {
+		return nil, cli.AsUsage(err)
+	}
+	prefix := env.Getenv("REDIS_KEY_PREFIX")
+	store := clients.NewStore(rdb, prefix, nil)
+	store.ConfirmWrites(confirm)
+	withdrawals := keywithdrawal.NewStore(rdb, prefix)
+	withdrawals.ConfirmWrites(confirm)
+	return adminapi.NewServer(logger.With("listener", "admin"), adminapi.Config{Trust: trust, KeyPrefix: prefix},
+		adminapi.Deps{Ops: &operations.Service{Registry: store, Withdrawals: withdrawals}, Tokens: h, Admit: store, Keys: h, Redis: rdb})
 }

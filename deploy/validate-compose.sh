@@ -108,6 +108,20 @@ need(auth.get("depends_on", {}).get("init", {}).get("condition") == "service_com
 need(any(str(v).endswith(":/keys:ro") or (isinstance(v, dict) and v.get("target") == "/keys" and v.get("read_only"))
          for v in auth.get("volumes", [])), "authserver: the keys volume must be read-only")
 
+# Pinned images: a full version (redis:7.4.6-alpine), never a bare major
+# (redis:7) or latest; distroless publishes per-Debian-release tags only.
+import re
+for name, svc in services.items():
+    image = svc.get("image", "")
+    if not image or image.startswith("authplatform/"):
+        continue
+    tag = image.rsplit(":", 1)[1] if ":" in image.rsplit("/", 1)[-1] else ""
+    need(re.match(r"v?\d+\.\d+\.\d+", tag), f"{name}: image {image!r} must be pinned to a full version")
+
+rs_env = services.get("resourceserver", {}).get("environment", {})
+need(rs_env.get("BASE_URL") and rs_env.get("BASE_URL") == rs_env.get("ISSUER"),
+     "resourceserver: BASE_URL must be the public base URL (PUBLIC_BASE_URL), like ISSUER")
+
 edge_ip = services.get("edge", {}).get("networks", {}).get("backend", {}) or {}
 edge_ip = edge_ip.get("ipv4_address")
 need(edge_ip, "edge: needs a fixed address on the backend network")
@@ -184,6 +198,7 @@ gomod_version="$(awk '$1 == "go" { print $2 }' go.mod)"
 grep -qx "ARG GO_VERSION=$gomod_version" deploy/Dockerfile || fail "deploy/Dockerfile's GO_VERSION is not go.mod's $gomod_version"
 stages="$(grep -c '^FROM gcr.io/distroless/static-debian12:' deploy/Dockerfile)"
 users="$(grep -c '^USER 65532:65532$' deploy/Dockerfile)"
+! grep -qi '^# *syntax=' deploy/Dockerfile || fail "deploy/Dockerfile: no '# syntax=' line (BuildKit would fetch a frontend from Docker Hub; deploy/compose-ci builds offline)"
 [ "$stages" -eq 3 ] && [ "$users" -eq 3 ] || fail "deploy/Dockerfile: want 3 distroless stages, each USER 65532:65532 (got $stages, $users)"
 
 step "go build, as deploy/Dockerfile does"

@@ -22,17 +22,28 @@ import (
 // OAuth error to answer when the client is not let through.
 //
 // Failed authentications are limited so that nobody is locked out by a
-// neighbour behind the same address (a hospital's shared egress, a NAT):
+// neighbour behind the same address (a hospital's shared egress, a NAT),
+// nor by a stale instance of its own client there:
 //
-//   - failures for a client are counted per presenting address and client
-//     in Redis, atomically with the check, FailuresPerMinute per minute;
-//     past it, that address's attempts for that client are answered
-//     slow_down without checking the secret, and no other client, and not
-//     the same client from elsewhere, is affected;
-//   - failures that name no client at all (unknown or malformed ids,
-//     requests without credentials, malformed bodies) count against the
-//     address's much higher AddressFailuresPerMinute, kept by each replica in
-//     memory; past it, such requests are answered slow_down. A request with
+//   - distinct wrong secrets for a client are counted per presenting
+//     address and client in Redis, atomically with the check,
+//     FailuresPerMinute per minute; past it, that address's attempts for
+//     that client with a new secret are answered slow_down without
+//     checking the secret, and no other client, and not the same client
+//     from elsewhere, is affected;
+//   - a secret the address already had refused for that client in the last
+//     minute (a rotated-out secret a stale instance keeps sending) is
+//     answered invalid_client again without being checked or spending that
+//     budget, and counted apart, RepeatedFailuresPerMinute per minute, past
+//     which those repeats alone are answered slow_down: the right secret
+//     sent from the same address keeps working;
+//   - every failed request (invalid_client, whether or not the id names a
+//     client; requests without credentials; malformed requests) counts
+//     against the address's much higher AddressFailuresPerMinute, kept by
+//     each replica in memory; past it, every such failure is answered
+//     slow_down alike. Counting and answering known and unknown ids alike
+//     keeps the ceiling from telling which ids exist (neither the answer
+//     nor what an attempt leaves of the ceiling differs). A request with
 //     valid credentials is never refused by it.
 func (s *Server) authenticate(ctx context.Context, r *http.Request, req *clientRequest, token bool) (clients.Authentication, error) {
 	if !req.Client.Present {
@@ -41,12 +52,12 @@ func (s *Server) authenticate(ctx context.Context, r *http.Request, req *clientR
 	httpserver.Annotate(ctx, slog.String("client_id", loggableID(req.Client.ID)))
 	if !s.secretForm(ctx, req.Client.Secret) {
 		// Refused before any lookup, answered as any invalid_client and
-		// counted, like a failure naming no client, against the address.
+		// counted, like any invalid_client, against the address.
 		return clients.Authentication{}, errUnknownClient
 	}
 	attempt := clients.Attempt{
 		ClientID: req.Client.ID, Secret: req.Client.Secret, Address: limitKey(s.cfg.Trust.Of(r)),
-		FailureLimit: s.cfg.FailuresPerMinute, Token: token, Now: s.cfg.RateNow,
+		FailureLimit: s.cfg.FailuresPerMinute, RepeatLimit: s.cfg.RepeatedFailuresPerMinute, Token: token, Now: s.cfg.RateNow,
 	}
 	if token {
 		attempt.Scope, attempt.BadScope = requestedScope(req.Params.Get("scope"))
@@ -54,6 +65,11 @@ func (s *Server) authenticate(ctx context.Context, r *http.Request, req *clientR
 	a, err := s.reg.Authenticate(ctx, attempt)
 	if err != nil {
 		return a, err
+	}
+	if a.Repeated {
+		// A secret this address already had refused for this client: most
+		// often a stale instance still sending a rotated-out secret.
+		httpserver.Annotate(ctx, slog.Bool("repeated_secret", true))
 	}
 	switch a.Outcome {
 	case clients.Authenticated:
@@ -77,9 +93,10 @@ func (s *Server) authenticate(ctx context.Context, r *http.Request, req *clientR
 // the operator still accepts those (Config.AcceptLegacySecrets; the access
 // record then says legacy_secret, so the operator sees who must rotate). A
 // secret refused here gets the same invalid_client as a wrong one, without
-// any Redis lookup, and counts against the address's ceiling of failures
-// naming no client (Config.AddressFailuresPerMinute); its access record says
-// secret_checksum_failed, which points at a mistyped or truncated secret.
+// any Redis lookup, and counts, like any invalid_client, against the
+// address's ceiling of failed requests (Config.AddressFailuresPerMinute);
+// its access record says secret_checksum_failed, which points at a
+// mistyped or truncated secret.
 func (s *Server) secretForm(ctx context.Context, secret string) bool {
 	if clients.ValidSecret(secret) {
 		return true
@@ -92,8 +109,9 @@ func (s *Server) secretForm(ctx context.Context, secret string) bool {
 	return false
 }
 
-// errUnknownClient is invalid_client for an id that names no client: it is
-// answered exactly as invalid_client, and counted against the address.
+// errUnknownClient is invalid_client for an id that names no client (or a
+// secret refused before any lookup): it is answered exactly as
+// invalid_client, and counted against the address alike.
 var errUnknownClient = &oauthError{Status: errInvalidClient.Status, Code: errInvalidClient.Code, Description: errInvalidClient.Description}
 
 // maxScopeTokens bounds the scopes one request may name; there are four.
@@ -136,12 +154,12 @@ func validScopeToken(s string) bool {
 	return true
 }
 
-// addressCeiling is the per-address limit of failures that name no client,
-// kept by this replica in memory (a token bucket of AddressFailuresPerMinute
-// a minute, golang.org/x/time/rate): it only slows a storm of made-up ids
-// from one address, so it need not be exact across replicas, and keeping
-// it in memory keeps an unknown id's attempt on exactly the Redis commands
-// of a known one's.
+// addressCeiling is the per-address limit of failed requests, kept by this
+// replica in memory (a token bucket of AddressFailuresPerMinute a minute,
+// golang.org/x/time/rate): it only slows a storm of failures (made-up ids
+// above all) from one address, so it need not be exact across replicas, and
+// keeping it in memory keeps an unknown id's attempt on exactly the Redis
+// commands of a known one's.
 type addressCeiling struct {
 	perMinute int
 	now       func() time.Time
@@ -173,10 +191,17 @@ func (c *addressCeiling) take(addr string) (time.Duration, bool) {
 	return 0, false
 }
 
-// refuse answers err, first counting a failure that names no client
-// against the address's ceiling: past it, the answer is slow_down.
+// refuse answers err, first counting a failed request against the
+// address's ceiling: past it, the answer is slow_down. Every invalid_client
+// counts, a known id's (wrong, repeated or revoked secret) as an unknown
+// one's: were only unknown ids counted or refused by the ceiling, an
+// address that had spent it would get 401 for the ids that exist and 429
+// for the others (and an attempt's effect on the ceiling would tell them
+// apart even before): an existence oracle. Refusals by a client's own
+// limits (slow_down) and invalid_scope or unsupported_grant_type do not
+// count; a valid credential is never refused here.
 func (s *Server) refuse(ctx context.Context, w http.ResponseWriter, r *http.Request, creds credentials, err error) {
-	if oe, _ := toOAuth(err); oe == errUnknownClient || oe.Code == "invalid_request" || (oe == errInvalidClient && !creds.Present) {
+	if oe, _ := toOAuth(err); oe == errUnknownClient || oe == errInvalidClient || oe.Code == "invalid_request" {
 		if wait, over := s.ceiling.take(limitKey(s.cfg.Trust.Of(r))); over {
 			httpserver.Annotate(ctx, slog.Bool("address_ceiling", true))
 			err = &slowDown{retryAfter: int64((wait + time.Second - 1) / time.Second), failures: true}

@@ -33,7 +33,7 @@ func manyKeys(n int) string {
 // MaxParams form fields or JSON keys is answered 400 invalid_request
 // before the rest of its body is decoded (a malformed 17th field or a
 // truncated object after the 16th key gets the same answer), and counts
-// against its address's ceiling of failures naming no client. 16
+// against its address's ceiling of failed requests. 16
 // parameters still work.
 func TestParameterCap(t *testing.T) {
 	t.Parallel()

@@ -53,7 +53,8 @@ type env struct {
 	rate     *clock // rate limits; nil: the Redis server's clock
 	trust    clientip.Trust
 	failures int64 // per-address and per-client failure limit
-	ceiling  int   // per-address ceiling of failures naming no client
+	ceiling  int   // per-address ceiling of failed requests
+	repeats  int64 // per-address and per-client limit of repeated refused secrets
 	legacy   bool  // Config.AcceptLegacySecrets of instances started from now on
 	logs     *logtest.Sink
 	url      string // base URL of the first instance
@@ -79,7 +80,11 @@ func withTrust(list string) envOption {
 // withFailures sets the per-address failure limit.
 func withFailures(n int64) envOption { return func(e *env) { e.failures = n } }
 
-// withCeiling sets the per-address ceiling of failures naming no client.
+// withRepeats sets the per-address and per-client limit of attempts with
+// secrets already refused.
+func withRepeats(n int64) envOption { return func(e *env) { e.repeats = n } }
+
+// withCeiling sets the per-address ceiling of failed requests.
 func withCeiling(n int) envOption { return func(e *env) { e.ceiling = n } }
 
 // withRedisClock lets the rate limits run on the Redis server's clock.
@@ -121,7 +126,7 @@ func (e *env) start(keys *accesstoken.KeySet) (string, *Server) {
 	rdb := e.rdb
 	s, err := NewServer(logger, Config{
 		Issuer: testIssuer, Audience: testAudience, Trust: e.trust, FailuresPerMinute: e.failures,
-		AddressFailuresPerMinute: e.ceiling, Now: e.now.Now, RateNow: rateNow, KeyPrefix: e.prefix,
+		RepeatedFailuresPerMinute: e.repeats, AddressFailuresPerMinute: e.ceiling, Now: e.now.Now, RateNow: rateNow, KeyPrefix: e.prefix,
 		AcceptLegacySecrets: e.legacy,
 	}, Deps{
 		Registry: e.store,

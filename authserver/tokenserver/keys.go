@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 
 	"github.com/lestrrat-go/jwx/v3/jwk"
 
@@ -21,6 +22,9 @@ type keyState struct {
 	// token verified under keys since withdrawn is never answered from it.
 	verifier *accesstoken.CachingVerifier
 	jwks     []byte
+	// signingKID and kids name the signing key and the published keys.
+	signingKID string
+	kids       []string
 }
 
 // errNoSigningKey: the key set's signing key is withdrawn, so no token is
@@ -40,12 +44,14 @@ func (s *Server) UseKeys(ks *accesstoken.KeySet, withdrawn func(kid string) bool
 	}
 	public := jwk.NewSet()
 	all := ks.Public()
+	var kids []string
 	for i := range all.Len() {
 		k, _ := all.Key(i)
 		if kid, _ := k.KeyID(); !withdrawn(kid) {
 			if err := public.AddKey(k); err != nil {
 				return fmt.Errorf("jwks: %w", err)
 			}
+			kids = append(kids, kid)
 		}
 	}
 	doc, err := json.Marshal(public)
@@ -55,7 +61,7 @@ func (s *Server) UseKeys(ks *accesstoken.KeySet, withdrawn func(kid string) bool
 	st := &keyState{
 		verifier: accesstoken.NewCachingVerifier(accesstoken.NewVerifier(accesstoken.StaticKeys{Set: public}, s.cfg.Issuer, s.cfg.Audience, s.cfg.Now),
 			0, s.metrics.TokenCache),
-		jwks: doc,
+		jwks: doc, signingKID: ks.SigningKeyID(), kids: kids,
 	}
 	if !withdrawn(ks.SigningKeyID()) {
 		if st.issuer, err = accesstoken.NewIssuer(ks, s.cfg.Issuer, s.cfg.Audience); err != nil {
@@ -69,4 +75,28 @@ func (s *Server) UseKeys(ks *accesstoken.KeySet, withdrawn func(kid string) bool
 // handleJWKS serves the published keys (RFC 7517 section 5).
 func (s *Server) handleJWKS(w http.ResponseWriter, r *http.Request) {
 	publicDocument(s.keys.Load().jwks)(w, r)
+}
+
+// VerifyToken checks a token's signature and claims against the keys the
+// service publishes (withdrawn ones excluded), as introspection does,
+// caching verified signatures; every token error is an
+// accesstoken.ErrInvalidToken. The admin API authenticates operators with
+// it.
+func (s *Server) VerifyToken(token string) (*accesstoken.Claims, error) {
+	return s.keys.Load().verifier.Verify(token)
+}
+
+// SigningKeyID names the key tokens are signed with ("" while it is
+// withdrawn and no token is issued).
+func (s *Server) SigningKeyID() string {
+	st := s.keys.Load()
+	if st.issuer == nil {
+		return ""
+	}
+	return st.signingKID
+}
+
+// PublishedKeyIDs names the keys published at the JWKS endpoint.
+func (s *Server) PublishedKeyIDs() []string {
+	return slices.Clone(s.keys.Load().kids)
 }

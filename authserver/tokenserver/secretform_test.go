@@ -13,7 +13,7 @@ import (
 // TestSecretChecksumRefusedBeforeLookup: a secret whose checksum fails, or
 // that has not the form of one, is answered exactly as a wrong secret,
 // without reading the client, and counts against the address's ceiling of
-// failures naming no client.
+// failed requests.
 func TestSecretChecksumRefusedBeforeLookup(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, withTrust("127.0.0.1/32"), withCeiling(4))

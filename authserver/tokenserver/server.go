@@ -23,16 +23,23 @@ type Config struct {
 	Audience string
 	// Trust names the proxies whose X-Forwarded-For and X-Request-Id count.
 	Trust clientip.Trust
-	// FailuresPerMinute is how many failed authentications of one client
-	// one address may cause in any minute before its attempts for that
-	// client are answered 429 without being checked (0:
+	// FailuresPerMinute is how many distinct wrong secrets for one client
+	// one address may present in any minute before its attempts for that
+	// client with a new secret are answered 429 without being checked (0:
 	// DefaultFailuresPerMinute). Counted in Redis, across every replica.
 	FailuresPerMinute int64
-	// AddressFailuresPerMinute is how many failures naming no client
-	// (unknown or malformed ids, no credentials, malformed requests) one
-	// address may cause in a minute on one replica before they are answered
-	// 429 (0: DefaultAddressFailuresPerMinute). It never refuses valid
-	// credentials.
+	// RepeatedFailuresPerMinute is how many attempts one address may make
+	// in any minute for one client with secrets it already had refused in
+	// the last minute (a stale instance's rotated-out secret) before those,
+	// and only those, are answered 429 (0:
+	// DefaultRepeatedFailuresPerMinute). They are not checked again and do
+	// not spend FailuresPerMinute, so the right secret keeps working.
+	RepeatedFailuresPerMinute int64
+	// AddressFailuresPerMinute is how many failed requests (invalid_client
+	// whether or not the id names a client, no credentials, malformed
+	// requests) one address may cause in a minute on one replica before
+	// they are answered 429 (0: DefaultAddressFailuresPerMinute). It never
+	// refuses valid credentials.
 	AddressFailuresPerMinute int
 	// AcceptLegacySecrets lets secrets issued before checksums (svc_cs_ and
 	// 43 base64url characters, see clients.LegacySecret) reach the lookup;
@@ -52,8 +59,14 @@ type Config struct {
 // failed client authentications.
 const DefaultFailuresPerMinute = 60
 
-// DefaultAddressFailuresPerMinute is the per-address ceiling of failures
-// that name no client.
+// DefaultRepeatedFailuresPerMinute is the per-address and per-client limit
+// of attempts with secrets already refused: five a second, generous for a
+// stale instance's retries, and half the address ceiling, so one stale
+// instance alone does not spend its address's ceiling.
+const DefaultRepeatedFailuresPerMinute = 300
+
+// DefaultAddressFailuresPerMinute is the per-address ceiling of failed
+// requests.
 const DefaultAddressFailuresPerMinute = 600
 
 // Validate reports every problem at once.
@@ -65,7 +78,7 @@ func (c Config) Validate() error {
 	if c.Audience == "" {
 		errs = append(errs, errors.New("audience is required"))
 	}
-	if c.FailuresPerMinute < 0 || c.AddressFailuresPerMinute < 0 {
+	if c.FailuresPerMinute < 0 || c.RepeatedFailuresPerMinute < 0 || c.AddressFailuresPerMinute < 0 {
 		errs = append(errs, errors.New("failures per minute must not be negative"))
 	}
 	return errors.Join(errs...)
@@ -108,6 +121,9 @@ func NewServer(logger *slog.Logger, cfg Config, deps Deps) (*Server, error) {
 	}
 	if cfg.FailuresPerMinute == 0 {
 		cfg.FailuresPerMinute = DefaultFailuresPerMinute
+	}
+	if cfg.RepeatedFailuresPerMinute == 0 {
+		cfg.RepeatedFailuresPerMinute = DefaultRepeatedFailuresPerMinute
 	}
 	if cfg.AddressFailuresPerMinute == 0 {
 		cfg.AddressFailuresPerMinute = DefaultAddressFailuresPerMinute

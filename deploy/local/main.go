@@ -16,10 +16,13 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/partnerapi/authplatform/authserver/adminapi"
+	"github.com/partnerapi/authplatform/authserver/operations"
 	"github.com/partnerapi/authplatform/authserver/tokenserver"
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/httpserver"
+	"github.com/partnerapi/authplatform/pkg/keywithdrawal"
 	"github.com/partnerapi/authplatform/pkg/logging"
 	"github.com/partnerapi/authplatform/pkg/redisconn"
 	"github.com/partnerapi/authplatform/resourceserver/api"
@@ -39,6 +42,7 @@ func main() {
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := newFlagSet()
 	addr := fs.String("addr", "127.0.0.1:8000", "listen address (127.0.0.1:0 picks a free port)")
+	adminAddr := fs.String("admin-addr", "127.0.0.1:8090", "listen address of the admin API, or off (127.0.0.1:0 picks a free port)")
 	keysFile := fs.String("keys", "", "signing key set file (default: fresh keys in memory)")
 	logLevel := fs.String("log-level", "warn", "debug, info, warn or error")
 	if err := fs.Parse(args[1:]); err != nil {
@@ -109,8 +113,32 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		ln.Close()
 		return fmt.Errorf("seed sandbox: %w", err)
 	}
-	printWelcome(stdout, welcome{base: base, redisURL: redisURL, realRedis: redisURL == getenv("REDIS_URL"), prefix: prefix, org: org, seeded: seeded})
-	return httpserver.Serve(ctx, ln, edge(auth, res), logger)
+	var aln net.Listener
+	if *adminAddr != "off" {
+		if aln, err = net.Listen("tcp", *adminAddr); err != nil {
+			ln.Close()
+			return fmt.Errorf("listen on %s (admin API): %w (try --admin-addr 127.0.0.1:0, or off)", *adminAddr, err)
+		}
+	}
+	wl := welcome{base: base, redisURL: redisURL, realRedis: redisURL == getenv("REDIS_URL"), prefix: prefix, org: org, seeded: seeded}
+	if aln == nil {
+		printWelcome(stdout, wl)
+		return httpserver.Serve(ctx, ln, edge(auth, res), logger)
+	}
+	admin, err := adminapi.NewServer(logger, adminapi.Config{KeyPrefix: prefix}, adminapi.Deps{
+		Ops:    &operations.Service{Registry: store, Withdrawals: keywithdrawal.NewStore(rdb, prefix)},
+		Tokens: auth, Admit: store, Keys: auth, Redis: rdb})
+	if err != nil {
+		ln.Close()
+		aln.Close()
+		return err
+	}
+	wl.admin = "http://" + aln.Addr().String() + adminapi.Prefix
+	printWelcome(stdout, wl)
+	adminDone := make(chan error, 1)
+	go func() { adminDone <- httpserver.Serve(ctx, aln, admin, logger) }()
+	err = httpserver.Serve(ctx, ln, edge(auth, res), logger)
+	return errors.Join(err, <-adminDone)
 }
 
 // edge routes as deploy/Caddyfile does: the token service's paths to it,
@@ -144,6 +172,7 @@ type welcome struct {
 	prefix    string // REDIS_KEY_PREFIX
 	org       clients.Org
 	seeded    []clients.SeededClient
+	admin     string // the admin API's base URL ("": off)
 }
 
 // printWelcome prints the banner: where the stack runs, the sandbox clients,
@@ -193,6 +222,14 @@ func printWelcome(w io.Writer, wl welcome) {
 	fmt.Fprintf(w, "  go run ./authserver clients rotate-secret CLIENT_ID   # a new secret for a client\n")
 	if redactedURL(wl.redisURL) != wl.redisURL {
 		fmt.Fprintf(w, "REDIS_URL's password is shown as xxxxx: put yours back.\n")
+	}
+	if wl.admin != "" {
+		fmt.Fprintf(w, "\nAdmin API at %s (OpenAPI: %s/openapi.json). A first operator, its token, a call:\n", wl.admin, wl.admin)
+		fmt.Fprintf(w, "  OPERATOR=$(%s go run ./authserver operators create --name local --json)\n", cliEnv)
+		fmt.Fprintf(w, "  OPERATOR_ID=$(echo \"$OPERATOR\" | sed -nE 's/.*\"client_id\": \"([^\"]+)\".*/\\1/p')\n")
+		fmt.Fprintf(w, "  OPERATOR_SECRET=$(echo \"$OPERATOR\" | sed -nE 's/.*\"client_secret\": \"([^\"]+)\".*/\\1/p')\n")
+		fmt.Fprintf(w, "  ADMIN_TOKEN=$(curl -s -u \"$OPERATOR_ID:$OPERATOR_SECRET\" -d grant_type=client_credentials %s/api/v1/oauth/token/ | sed -E 's/.*\"access_token\":\"([^\"]+)\".*/\\1/')\n", wl.base)
+		fmt.Fprintf(w, "  curl -s -H \"Authorization: Bearer $ADMIN_TOKEN\" %s/clients\n", wl.admin)
 	}
 	fmt.Fprintf(w, "\nDocs: %s/llms.txt  OpenAPI: %s/api/v1/schema/?format=json\nPress Ctrl-C to stop.\n", wl.base, wl.base)
 }

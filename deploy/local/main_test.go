@@ -23,7 +23,7 @@ func startLocal(t *testing.T, env map[string]string) (text string, stop func()) 
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"local", "--addr", "127.0.0.1:0"}, func(k string) string { return env[k] }, pw, io.Discard)
+		done <- run(ctx, []string{"local", "--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"}, func(k string) string { return env[k] }, pw, io.Discard)
 		pw.Close()
 	}()
 	stopped := false
@@ -192,8 +192,40 @@ func TestLocalStackHandsOverInProcessRedis(t *testing.T) {
 // is an error, never a silent in-process fallback.
 func TestLocalStackRefusesEmbeddedRedisInCI(t *testing.T) {
 	env := map[string]string{"CI": "true"}
-	err := run(context.Background(), []string{"local", "--addr", "127.0.0.1:0"}, func(k string) string { return env[k] }, io.Discard, io.Discard)
+	err := run(context.Background(), []string{"local", "--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"}, func(k string) string { return env[k] }, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "REDIS_URL") {
 		t.Fatalf("run = %v, want an error naming REDIS_URL", err)
+	}
+}
+
+// TestLocalStackAdminAPI runs the banner's admin lines exactly as printed:
+// a first operator made with the CLI, its token, and a listing of clients
+// through the admin API.
+func TestLocalStackAdminAPI(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl is not installed")
+	}
+	rdb := redistest.Client(t)
+	prefix := redistest.Prefix(t, rdb)
+	text, _ := startLocal(t, map[string]string{"REDIS_URL": redistest.URL(), "REDIS_KEY_PREFIX": prefix})
+	script := block(t, text, "Admin API at")
+	if len(script) != 5 {
+		t.Fatalf("admin lines: %d:\n%s", len(script), text)
+	}
+	script[4] = strings.Replace(script[4], "curl -s ", "curl -s -w '\\n%{http_code}' ", 1)
+	cmd := exec.Command("bash", "-c", "set -e\n"+strings.Join(script, "\n"))
+	cmd.Dir = e2etest.RepoRoot(t)
+	got, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("printed admin commands failed: %v\n%s", err, got)
+	}
+	body, status, _ := strings.Cut(strings.TrimSpace(string(got)), "\n")
+	var page struct {
+		Items []struct {
+			ID string `json:"client_id"`
+		} `json:"items"`
+	}
+	if status != "200" || json.Unmarshal([]byte(body), &page) != nil || len(page.Items) != 4 {
+		t.Fatalf("GET /admin/v1/clients with the printed commands: %s %s", status, body)
 	}
 }

@@ -1,6 +1,7 @@
 package accesstoken
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -38,10 +39,16 @@ type cachedToken struct {
 	kid    string
 }
 
-// refresher is implemented by key sources that can fetch their keys again,
-// rate limited, when a token names a key they do not hold (the resource
-// server's JWKS source).
-type refresher interface{ RefreshSoon() }
+// KeyFetcher is implemented by key sources that can fetch their keys again
+// when a token names a key they do not hold (the resource server's JWKS
+// source). FetchUnknownKey returns once a fetch that started after the call
+// has ended, nil if it succeeded; the source bounds the wait and limits
+// the rate of its fetches, so tokens with made-up key ids cannot make it
+// fetch per request. A source may answer nil at once for a kid it knows
+// is not to be fetched (a withdrawn key).
+type KeyFetcher interface {
+	FetchUnknownKey(ctx context.Context, kid string) error
+}
 
 // NewCachingVerifier returns a CachingVerifier over v keeping at most size
 // tokens (size <= 0: DefaultCacheSize). lookedUp, if not nil, is told of
@@ -60,9 +67,21 @@ func NewCachingVerifier(v *Verifier, size int, lookedUp func(hit bool)) *Caching
 	return &CachingVerifier{v: v, cache: cache, lookedUp: lookedUp}
 }
 
-// Verify returns the claims of a valid token; the claims are shared with
-// the cache and must not be modified.
+// Verify is VerifyContext without a deadline of the caller's own (the key
+// source still bounds a fetch for an unknown key).
 func (cv *CachingVerifier) Verify(token string) (*Claims, error) {
+	return cv.VerifyContext(context.Background(), token)
+}
+
+// VerifyContext returns the claims of a valid token; the claims are shared
+// with the cache and must not be modified. A token signed by a key the key
+// source does not hold, when the source is a KeyFetcher, waits for the
+// source to fetch its keys (ctx bounds the wait) and is verified again:
+// it is refused only if its key is still unknown then, so the first token
+// of a newly published signing key is never refused (RFC 7517 section 5
+// key sets; RFC 7515 section 4.1.4, "kid", as the hint to look again). A
+// failed fetch is a failure to read the key set, not an invalid token.
+func (cv *CachingVerifier) VerifyContext(ctx context.Context, token string) (*Claims, error) {
 	e, ok := cv.cache.Get(token)
 	cv.lookedUp(ok)
 	if ok {
@@ -80,13 +99,15 @@ func (cv *CachingVerifier) Verify(token string) (*Claims, error) {
 		cv.cache.Remove(token) // the key was withdrawn: verify from scratch
 	}
 	claims, kid, err := cv.v.verifySignature(token)
-	if err != nil {
-		if r, ok := cv.v.keys.(refresher); ok && (errors.Is(err, ErrUnknownKey) || !errors.Is(err, ErrInvalidToken)) {
-			// A key published since the last refresh, or keys not loaded
-			// yet: ask for a refresh, which the source rate-limits so that
-			// tokens with made-up kids cannot make it fetch per request.
-			r.RefreshSoon()
+	if f, ok := cv.v.keys.(KeyFetcher); ok && errors.Is(err, ErrUnknownKey) {
+		// A key published since the last fetch (or a made-up kid): fetch
+		// before answering.
+		if ferr := f.FetchUnknownKey(ctx, kid); ferr != nil {
+			return nil, fmt.Errorf("key set: %w", ferr)
 		}
+		claims, kid, err = cv.v.verifySignature(token)
+	}
+	if err != nil {
 		return nil, err
 	}
 	if err := cv.v.CheckTime(claims); err != nil {

@@ -1,6 +1,7 @@
 package accesstoken_test
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"testing"
@@ -12,12 +13,16 @@ import (
 )
 
 // swappableKeys is a key source whose set the test replaces, and which
-// counts requests for a refresh (as the resource server's JWKS source).
+// counts fetches for unknown keys (as the resource server's JWKS source);
+// a fetch publishes next, if set, or fails with fetchErr.
 type swappableKeys struct {
 	mu        sync.Mutex
 	set       jwk.Set
 	err       error
 	refreshes int
+	kids      []string
+	next      jwk.Set
+	fetchErr  error
 }
 
 func (k *swappableKeys) KeySet() (jwk.Set, error) {
@@ -26,10 +31,18 @@ func (k *swappableKeys) KeySet() (jwk.Set, error) {
 	return k.set, k.err
 }
 
-func (k *swappableKeys) RefreshSoon() {
+func (k *swappableKeys) FetchUnknownKey(_ context.Context, kid string) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.refreshes++
+	k.kids = append(k.kids, kid)
+	if k.fetchErr != nil {
+		return k.fetchErr
+	}
+	if k.next != nil {
+		k.set, k.err, k.next = k.next, nil, nil
+	}
+	return nil
 }
 
 func (k *swappableKeys) swap(set jwk.Set, err error) {
@@ -110,8 +123,9 @@ func TestCachingVerifier(t *testing.T) {
 		t.Fatalf("bad signature: %v, %d refreshes", err, keys.refreshes)
 	}
 
-	// Keys not loaded: an error that is not ErrInvalidToken (503, not 401),
-	// and a refresh is asked for; the cached token is not served either.
+	// Keys not loaded: an error that is not ErrInvalidToken (503, not 401);
+	// the source fetches them itself (no kid to look for); the cached token
+	// is not served either.
 	if _, err := cv.Verify(otherTok); err != nil {
 		t.Fatal(err)
 	}
@@ -121,8 +135,41 @@ func TestCachingVerifier(t *testing.T) {
 			t.Fatalf("keys unreadable: %v, want a key set error", err)
 		}
 	}
-	if keys.refreshes != 2 {
-		t.Errorf("keys unreadable: %d refreshes, want 2 (one for the uncached token)", keys.refreshes)
+	if keys.refreshes != 1 {
+		t.Errorf("keys unreadable: %d fetches for unknown keys, want still 1", keys.refreshes)
+	}
+}
+
+// A token of a key published since the source last fetched is verified
+// after the fetch it triggers, never refused; a kid still unknown after the
+// fetch is refused; a failed fetch is a key set error (503), not an invalid
+// token (401).
+func TestCachingVerifierFetchesUnknownKey(t *testing.T) {
+	f := newFixture(t, "EdDSA")
+	next := newFixture(t, "EdDSA")
+	keys := &swappableKeys{set: f.ks.Public(), next: next.ks.Public()}
+	cv := accesstoken.NewCachingVerifier(accesstoken.NewVerifier(keys, issuer, audience, func() time.Time { return now }), 10, nil)
+	tok, want := next.issue(t, grant(1))
+	c, err := cv.VerifyContext(t.Context(), tok)
+	if err != nil || c.ID != want.ID {
+		t.Fatalf("first token of a newly published key: %+v, %v; want verified after one fetch", c, err)
+	}
+	if keys.refreshes != 1 || keys.kids[0] != next.ks.SigningKeyID() {
+		t.Errorf("%d fetches for kids %v, want 1 for %s", keys.refreshes, keys.kids, next.ks.SigningKeyID())
+	}
+	if _, err := cv.VerifyContext(t.Context(), tok); err != nil || keys.refreshes != 1 {
+		t.Errorf("again: %v after %d fetches, want verified from the cache", err, keys.refreshes)
+	}
+	junk := newFixture(t, "EdDSA")
+	junkTok, _ := junk.issue(t, grant(1))
+	if _, err := cv.VerifyContext(t.Context(), junkTok); !errors.Is(err, accesstoken.ErrUnknownKey) || keys.refreshes != 2 {
+		t.Errorf("a kid still unknown after the fetch: %v after %d fetches, want ErrUnknownKey after 2", err, keys.refreshes)
+	}
+	keys.mu.Lock()
+	keys.fetchErr = errors.New("token service down")
+	keys.mu.Unlock()
+	if _, err := cv.VerifyContext(t.Context(), junkTok); err == nil || errors.Is(err, accesstoken.ErrInvalidToken) {
+		t.Errorf("failed fetch: %v, want a key set error", err)
 	}
 }
 

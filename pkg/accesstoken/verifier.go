@@ -105,7 +105,7 @@ func (v *Verifier) verifySignature(token string) (*Claims, string, error) {
 	}
 	key, ok := set.LookupKeyID(kid)
 	if !ok {
-		return nil, "", ErrUnknownKey
+		return nil, kid, ErrUnknownKey
 	}
 	alg, err := keyAlgorithm(key)
 	if err != nil {

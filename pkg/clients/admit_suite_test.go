@@ -328,8 +328,9 @@ func testHashTags(t *testing.T, e *env) {
 			clientKeys++
 		}
 	}
-	// Record, audit list, API log and the address's failure log.
-	if clientKeys != 4 {
-		t.Fatalf("found %d keys tagged %s, want 4: %v", clientKeys, clientTag, e.keys(t))
+	// Record, audit list, the last change's nonce (kept five minutes), API
+	// log, the address's failure log and its failure tags.
+	if clientKeys != 6 {
+		t.Fatalf("found %d keys tagged %s, want 6: %v", clientKeys, clientTag, e.keys(t))
 	}
 }

@@ -1,6 +1,7 @@
 package clients_test
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -69,8 +70,11 @@ func testAuthenticate(t *testing.T, e *env) {
 	if _, err := e.store.Revoke(ctx(t), other.ID); err != nil {
 		t.Fatal(err)
 	}
-	if a := e.token(t, other.ID, otherSecret); a.Outcome != clients.BadCredentials || !a.Known {
+	if a := e.token(t, other.ID, otherSecret); a.Outcome != clients.BadCredentials || !a.Known || a.Repeated {
 		t.Fatalf("revoked client: %+v, want BadCredentials", a)
+	}
+	if a := e.token(t, other.ID, otherSecret); a.Outcome != clients.BadCredentials || !a.Known || !a.Repeated {
+		t.Fatalf("revoked client again: %+v, want BadCredentials, repeated", a)
 	}
 	_, newSecret, err := e.store.RotateSecret(ctx(t), c.ID)
 	if err != nil {
@@ -214,12 +218,15 @@ func testTokenLimitAnyWindow(t *testing.T, e *env) {
 	})
 }
 
-// testFailureBudget: an address that keeps failing for one client is
-// refused, unchecked, after the budget; the budget is per address and per
-// client, so the same client from another address, another client from the
-// same address, and unknown ids are unaffected; the right secret from the
-// failing address is refused too once the budget is spent (it is that
-// address's budget for that client), and admitted again when it frees up.
+// testFailureBudget: an address that keeps presenting new wrong secrets for
+// one client is refused, unchecked, after the budget of distinct guesses;
+// the budget is per address and per client, so the same client from another
+// address, another client from the same address, and unknown ids are
+// unaffected; the right secret from the guessing address is refused too
+// once the budget is spent (it is that address's budget for that client:
+// telling a guesser when it guessed right is what the budget prevents),
+// and admitted again when it frees up. A guess already refused is answered
+// as wrong again without spending the budget.
 func testFailureBudget(t *testing.T, e *env) {
 	c, secret := e.hospital(t)
 	neighbour, neighbourSecret := e.client(t, clients.ClientSpec{OrgSlug: "st-elsewhere", Name: "neighbour", Audience: clients.AudienceHospital})
@@ -231,14 +238,14 @@ func testFailureBudget(t *testing.T, e *env) {
 	t0 := e.clock.Now()
 	before := e.store.DigestChecks()
 	for i := range limit {
-		if a := try(c.ID, "stale", testAddr); a.Outcome != clients.BadCredentials {
-			t.Fatalf("failure %d: %+v", i+1, a)
+		if a := try(c.ID, fmt.Sprintf("guess-%d", i), testAddr); a.Outcome != clients.BadCredentials || a.Repeated {
+			t.Fatalf("failure %d: %+v, want BadCredentials, compared", i+1, a)
 		}
 		e.clock.Add(time.Second)
 	}
-	for range 20 {
-		a := try(c.ID, "stale", testAddr)
-		if a.Outcome != clients.TooManyFailures {
+	for i := range 20 {
+		a := try(c.ID, fmt.Sprintf("guess-%d", limit+i), testAddr)
+		if a.Outcome != clients.TooManyFailures || a.Repeated {
 			t.Fatalf("past the budget: %+v, want TooManyFailures", a)
 		}
 		// The oldest failure, at t0, frees a slot when its second has
@@ -251,19 +258,144 @@ func testFailureBudget(t *testing.T, e *env) {
 		t.Fatalf("%d secrets checked for %d failures and 20 refusals, want %d: refusals are not checked", n, limit, limit)
 	}
 	if a := try(c.ID, secret, testAddr); a.Outcome != clients.TooManyFailures {
-		t.Fatalf("right secret from the failing address: %+v, want TooManyFailures", a)
+		t.Fatalf("right secret from the guessing address: %+v, want TooManyFailures", a)
+	}
+	if a := try(c.ID, "guess-0", testAddr); a.Outcome != clients.BadCredentials || !a.Repeated {
+		t.Fatalf("a guess already refused, again: %+v, want BadCredentials, repeated", a)
+	}
+	if n := e.store.DigestChecks() - before; n != limit {
+		t.Fatalf("%d secrets checked, want still %d", n, limit)
 	}
 	if a := try(c.ID, secret, "198.51.100.7"); a.Outcome != clients.Authenticated {
 		t.Fatalf("same client from another address: %+v", a)
 	}
 	if a := try(neighbour.ID, neighbourSecret, testAddr); a.Outcome != clients.Authenticated {
-		t.Fatalf("another client from the failing address: %+v", a)
+		t.Fatalf("another client from the guessing address: %+v", a)
 	}
 	if a := try(clients.NewClientID(), "x", testAddr); a.Outcome != clients.BadCredentials {
-		t.Fatalf("unknown id from the failing address: %+v", a)
+		t.Fatalf("unknown id from the guessing address: %+v", a)
 	}
 	e.clock.Set(t0.Add(firstWait(t0)))
 	if a := try(c.ID, secret, testAddr); a.Outcome != clients.Authenticated {
 		t.Fatalf("right secret once a slot is free: %+v", a)
+	}
+}
+
+// testStaleSecretNoLockout is the lockout of issue 21: behind one address,
+// a stale instance keeps sending the rotated-out secret at 20 requests a
+// second while a sibling instance of the same client asks for a token
+// every 500 ms with the right secret, for three minutes: every one of the
+// sibling's requests is authenticated, the stale secret is compared about
+// again only once its failure has left the failure log and
+// otherwise answered as wrong unchecked, and its repeats are slowed down
+// past their own limit. A guesser at the same address still gets exactly
+// the budget of distinct secrets checked, stale instance or not.
+func testStaleSecretNoLockout(t *testing.T, e *env) {
+	c, old := e.hospital(t)
+	if _, err := e.store.SetTokenRateLimit(ctx(t), c.ID, 1000); err != nil {
+		t.Fatal(err)
+	}
+	_, secret, err := e.store.RotateSecret(ctx(t), c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const limit, repeats = 60, 600
+	try := func(secret string) clients.Authentication {
+		t.Helper()
+		return e.attempt(t, clients.Attempt{ClientID: c.ID, Secret: secret, Address: testAddr, FailureLimit: limit,
+			RepeatLimit: repeats, Token: true})
+	}
+	stale := map[string]int{}
+	ok, n := 0, 0
+	before := e.store.DigestChecks()
+	for i := range 3 * 60 * 20 { // 20 a second for three minutes
+		switch a := try(old); {
+		case a.Outcome == clients.BadCredentials && !a.Repeated:
+			stale["401 compared"]++
+		case a.Outcome == clients.BadCredentials:
+			stale["401 repeat"]++
+		case a.Outcome == clients.TooManyFailures && a.Repeated && a.Decision.Wait > 0 && a.Decision.Wait <= clients.Window+time.Second &&
+			a.Decision.Count == repeats:
+			stale["429 repeat"]++
+		default:
+			t.Fatalf("stale secret at %d: %+v", i, a)
+		}
+		if i%10 == 0 {
+			n++
+			if a := try(secret); a.Outcome == clients.Authenticated {
+				ok++
+			} else {
+				t.Errorf("right secret at +%v: %+v, want Authenticated", time.Duration(i)*50*time.Millisecond, a)
+			}
+		}
+		e.clock.Add(50 * time.Millisecond)
+	}
+	checked := e.store.DigestChecks() - before
+	t.Logf("stale secret 20/s for 3 min: %v; right secret %d of %d authenticated; %d secrets compared", stale, ok, n, checked)
+	// Compared once at the start and again each time its failure had left
+	// the log (61 s later: the oldest second counts in full).
+	if stale["401 compared"] != 3 || stale["429 repeat"] == 0 || ok != n {
+		t.Errorf("stale: %v, right secret %d of %d; want 3 compared, repeats slowed, every right one authenticated", stale, ok, n)
+	}
+	// Per minute, at most the repeat limit answered 401 as repeats.
+	if perMinute := stale["401 repeat"] / 3; perMinute > repeats {
+		t.Errorf("%d repeats a minute answered 401, want at most %d", perMinute, repeats)
+	}
+	// A guesser at the same address, the stale instance still at it.
+	guessed := 0
+	for i := range 200 {
+		if a := try(fmt.Sprintf("guess-%d", i)); a.Outcome == clients.BadCredentials && !a.Repeated {
+			guessed++
+		}
+		try(old)
+	}
+	// The stale secret holds one slot of the budget, no more.
+	if guessed != limit-1 {
+		t.Errorf("%d distinct guesses checked within a minute, want %d (the stale secret holds one slot)", guessed, limit-1)
+	}
+	tags, err := e.rdb.HLen(ctx(t), e.keysWith(t, ":fail:tags:")[0]).Result()
+	if err != nil || tags > limit {
+		t.Errorf("the address holds %d failure tags (%v), want at most the limit %d", tags, err, limit)
+	}
+}
+
+// testFailureTagsBounded: a guesser that keeps at the budget for ten
+// minutes (one new secret a second, the most the budget lets it check)
+// never makes the address's failure tags outgrow the limit, never gets more
+// than the limit checked in any minute, and repeats of its old guesses are
+// still known as wrong while their tags last.
+func testFailureTagsBounded(t *testing.T, e *env) {
+	c, _ := e.hospital(t)
+	const limit = 5
+	var checkedAt []time.Time
+	for i := range 600 {
+		before := e.store.DigestChecks()
+		a := e.attempt(t, clients.Attempt{ClientID: c.ID, Secret: fmt.Sprintf("guess-%d", i), Address: testAddr, FailureLimit: limit, Token: true})
+		if e.store.DigestChecks() != before {
+			checkedAt = append(checkedAt, e.clock.Now())
+			if a.Outcome != clients.BadCredentials {
+				t.Fatalf("guess %d checked: %+v", i, a)
+			}
+		}
+		if i%50 == 0 {
+			key := e.keysWith(t, ":fail:tags:")
+			if n, err := e.rdb.HLen(ctx(t), key[0]).Result(); err != nil || n > limit {
+				t.Fatalf("after %d guesses the failure tags hold %d entries (%v), want at most %d", i+1, n, err, limit)
+			}
+			ttl, err := e.rdb.PTTL(ctx(t), key[0]).Result()
+			if err != nil || ttl <= 0 || ttl > clients.Window+time.Second {
+				t.Fatalf("failure tags PTTL %v (%v), want within (0, 61s]", ttl, err)
+			}
+		}
+		e.clock.Add(time.Second)
+	}
+	checkAnyWindow(t, checkedAt, limit, clients.Window)
+	if len(checkedAt) < 40 {
+		t.Errorf("%d guesses checked in ten minutes, want about 50 (5 a minute)", len(checkedAt))
+	}
+	last := fmt.Sprintf("guess-%d", 599)
+	a := e.attempt(t, clients.Attempt{ClientID: c.ID, Secret: last, Address: testAddr, FailureLimit: limit, Token: true})
+	if a.Outcome == clients.Authenticated {
+		t.Fatalf("a guess repeated: %+v", a)
 	}
 }

@@ -51,3 +51,22 @@ func BenchmarkAuthenticateToken(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAuthenticateBesideStale is the right secret sent from an address
+// where a stale instance of the same client sends its rotated-out secret:
+// the failure log and a tag exist, so the script also reads the tag.
+func BenchmarkAuthenticateBesideStale(b *testing.B) {
+	store, c, secret := benchClient(b)
+	ctx := b.Context()
+	stale := clients.Attempt{ClientID: c.ID, Secret: clients.NewSecret(), Address: "192.0.2.1", FailureLimit: 60, Token: true}
+	if a, err := store.Authenticate(ctx, stale); err != nil || a.Outcome != clients.BadCredentials {
+		b.Fatalf("stale secret = %+v, %v", a, err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		a, err := store.Authenticate(ctx, clients.Attempt{ClientID: c.ID, Secret: secret, Address: "192.0.2.1", FailureLimit: 60, Token: true})
+		if err != nil || a.Outcome != clients.Authenticated {
+			b.Fatalf("Authenticate = %+v, %v", a, err)
+		}
+	}
+}

@@ -49,8 +49,33 @@ var AllScopes = []string{ScopeProgrammeMetricsRead, ScopeEventsSubscribe, ScopeP
 // patientScopes are granted to hospital clients only (spec: Scopes, rule 1).
 var patientScopes = []string{ScopePatientsRead, ScopeReferralsWrite}
 
-// Audiences lists every audience.
+// Audiences lists every partner audience (spec: Client description).
 var Audiences = []string{AudiencePharma, AudienceHospital, AudiencePSPPartner}
+
+// Scopes of the admin API (README: Admin API), held only by operator
+// clients: admin.read reads the registry, admin.write changes it.
+const (
+	ScopeAdminRead  = "admin.read"
+	ScopeAdminWrite = "admin.write"
+)
+
+// AdminScopes lists the admin API's scopes.
+var AdminScopes = []string{ScopeAdminRead, ScopeAdminWrite}
+
+// scopeCatalogue is every scope a client can hold, in the order of the
+// stored bit set: the partner scopes (AllScopes, bits 0-3), then the admin
+// scopes (bits 4-5).
+var scopeCatalogue = slices.Concat(AllScopes, AdminScopes)
+
+// AudienceOperator is the audience of operator clients: the callers of the
+// admin API, never partners. They belong to the operator organisation,
+// hold admin scopes only, and the partner API refuses their tokens.
+const AudienceOperator = "operator"
+
+// OperatorOrgSlug is the organisation of every operator client, created by
+// the first `authserver operators create`; no partner organisation may take
+// its slug.
+const OperatorOrgSlug = "operators"
 
 // Errors of the registry. Callers compare with errors.Is.
 var (
@@ -107,6 +132,9 @@ func (s OrgSpec) Validate() error {
 	if !slugRE.MatchString(s.Slug) {
 		errs = append(errs, fmt.Errorf("slug %q: use 1-63 lower-case letters, digits and inner hyphens", s.Slug))
 	}
+	if s.Slug == OperatorOrgSlug {
+		errs = append(errs, fmt.Errorf("slug %q: reserved for the operator organisation ('authserver operators create' makes it)", s.Slug))
+	}
 	if strings.TrimSpace(s.Name) == "" || len(s.Name) > 200 {
 		errs = append(errs, errors.New("name: 1-200 characters required"))
 	}
@@ -134,7 +162,12 @@ func (s ClientSpec) Validate() error {
 	if strings.TrimSpace(s.Name) == "" || len(s.Name) > 200 {
 		errs = append(errs, errors.New("name: 1-200 characters required"))
 	}
-	if !slices.Contains(Audiences, s.Audience) {
+	switch {
+	case s.Audience == AudienceOperator && s.OrgSlug != OperatorOrgSlug:
+		errs = append(errs, fmt.Errorf("audience %q: operator clients belong to the %s organisation ('authserver operators create')", s.Audience, OperatorOrgSlug))
+	case s.Audience != AudienceOperator && s.OrgSlug == OperatorOrgSlug:
+		errs = append(errs, fmt.Errorf("organisation %q holds operator clients only ('authserver operators create')", s.OrgSlug))
+	case s.Audience != AudienceOperator && !slices.Contains(Audiences, s.Audience):
 		errs = append(errs, fmt.Errorf("audience %q: must be one of %s", s.Audience, strings.Join(Audiences, ", ")))
 	}
 	errs = append(errs, scopeProblems(s.Audience, s.Scopes)...)
@@ -155,7 +188,11 @@ func scopeProblems(audience string, scopes []string) []error {
 	seen := map[string]bool{}
 	for _, sc := range scopes {
 		switch {
-		case !slices.Contains(AllScopes, sc):
+		case audience == AudienceOperator && !slices.Contains(AdminScopes, sc):
+			errs = append(errs, fmt.Errorf("scope %q: operator clients hold admin scopes only (%s)", sc, strings.Join(AdminScopes, ", ")))
+		case audience != AudienceOperator && slices.Contains(AdminScopes, sc):
+			errs = append(errs, fmt.Errorf("scope %q: admin scopes are for operator clients only ('authserver operators create')", sc))
+		case !slices.Contains(scopeCatalogue, sc):
 			errs = append(errs, fmt.Errorf("scope %q: unknown (known: %s)", sc, strings.Join(AllScopes, ", ")))
 		case seen[sc]:
 			errs = append(errs, fmt.Errorf("scope %q: given twice", sc))

@@ -86,6 +86,9 @@ func (s *Store) SeedSandbox(ctx context.Context) (Org, []SeededClient, error) {
 		return Org{}, nil, err
 	}
 	var out []SeededClient
+	// A client created but not confirmed by the replicas is kept with its
+	// secret (the one time it is shown) and reported after the others.
+	var unconfirmed error
 	for _, spec := range sandboxClients {
 		found := false
 		for _, c := range existing {
@@ -100,10 +103,12 @@ func (s *Store) SeedSandbox(ctx context.Context) (Org, []SeededClient, error) {
 		}
 		spec.OrgSlug = SandboxOrgSlug
 		c, secret, err := s.CreateClient(ctx, spec)
-		if err != nil {
-			return Org{}, nil, err
+		if errors.Is(err, ErrNotReplicated) {
+			unconfirmed = errors.Join(unconfirmed, err)
+		} else if err != nil {
+			return org, out, err
 		}
 		out = append(out, SeededClient{Client: c, Secret: secret})
 	}
-	return org, out, nil
+	return org, out, unconfirmed
 }

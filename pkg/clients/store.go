@@ -49,6 +49,10 @@ func NewStore(rdb redis.UniversalClient, prefix string, now func() time.Time) *S
 func (s *Store) clientKey(id string) string   { return s.prefix + "{" + id + "}:client" }
 func (s *Store) clientAudit(id string) string { return s.prefix + "{" + id + "}:audit" }
 
+// changeNonceKey holds the nonce of the client's last operator change for
+// five minutes (changeScript).
+func (s *Store) changeNonceKey(id string) string { return s.prefix + "{" + id + "}:change" }
+
 // Request counts (package ratelimit's windows; "rw", not the sliding
 // logs' "rl" of earlier versions, whose keys were sorted sets).
 func (s *Store) apiLogKey(id string) string   { return s.prefix + "{" + id + "}:rw:api" }
@@ -65,31 +69,68 @@ func (s *Store) orgClients(slug string) string {
 
 // write runs a write script on the primary of keys[0]'s slot and, when the
 // Store confirms writes, waits there for the replicas (ConfirmWrites). It
-// reports whether the replicas confirmed; a script's own error is an error.
-func (s *Store) write(ctx context.Context, script *redis.Script, keys []string, args ...any) (*redis.Cmd, bool, error) {
+// returns what the replicas said; a script's own error is an error. A
+// write met by a failover is tried once more (redisconn.ConfirmedWrite),
+// so every write script tolerates running twice.
+func (s *Store) write(ctx context.Context, script *redis.Script, keys []string, args ...any) (*redis.Cmd, redisconn.Ack, error) {
 	if s.confirm.Replicas == 0 {
 		cmd := script.Run(ctx, s.rdb, keys, args...)
-		return cmd, true, cmd.Err()
+		return cmd, redisconn.Ack{Connected: -1}, cmd.Err()
 	}
 	var cmd *redis.Cmd
-	acks, err := redisconn.ConfirmedWrite(ctx, s.rdb, keys[0], s.confirm, func(p redis.Pipeliner) {
+	ack, err := redisconn.ConfirmedWrite(ctx, s.rdb, keys[0], s.confirm, func(p redis.Pipeliner) {
 		// EVAL, not EVALSHA: a pipeline cannot fall back on NOSCRIPT.
 		cmd = script.Eval(ctx, p, keys, args...)
 	})
-	if cmd != nil && cmd.Err() != nil {
-		return cmd, false, cmd.Err()
+	if cmd != nil && cmd.Err() != nil && err == nil {
+		return cmd, ack, cmd.Err()
 	}
 	if err != nil {
-		return nil, false, err
+		return nil, ack, err
 	}
-	return cmd, acks >= int64(s.confirm.Replicas), nil
+	return cmd, ack, nil
 }
 
-// notReplicated is the error of a change the replicas did not confirm.
-func (s *Store) notReplicated(what string) error {
-	return fmt.Errorf("%s: %w within %v (%d required): the change is on the primary, but a failover could still undo it; check it (clients show) and make the change again once a replica answers",
-		what, ErrNotReplicated, s.confirm.Timeout, s.confirm.Replicas)
+// confirmed reports whether every ack met the Store's confirmation.
+func (s *Store) confirmed(acks ...redisconn.Ack) bool {
+	if s.confirm.Replicas == 0 {
+		return true
+	}
+	for _, a := range acks {
+		if !a.Confirmed(s.confirm) {
+			return false
+		}
+	}
+	return true
 }
+
+// notReplicated is the error of a change the replicas did not confirm; it
+// says how many replicas acknowledged and how many the primary has.
+func (s *Store) notReplicated(what string, acks ...redisconn.Ack) error {
+	worst := redisconn.Ack{Acknowledged: int64(s.confirm.Replicas), Connected: -1}
+	for _, a := range acks {
+		if !a.Confirmed(s.confirm) && (worst.Confirmed(s.confirm) || a.Acknowledged < worst.Acknowledged) {
+			worst = a
+		}
+	}
+	return &NotReplicatedError{What: what, Detail: worst.Describe(s.confirm)}
+}
+
+// NotReplicatedError is a change written on the Redis primary that fewer
+// replicas than required acknowledged in time: it took effect, but a
+// failover could still undo it. errors.Is(err, ErrNotReplicated) holds.
+type NotReplicatedError struct {
+	What   string // the change: "rotate client svc_..."
+	Detail string // what the replicas said (redisconn.Ack.Describe)
+}
+
+func (e *NotReplicatedError) Error() string {
+	return e.What + ": " + ErrNotReplicated.Error() + ": " + e.Detail +
+		": the change took effect on the primary, but a failover before a replica copies it would undo it"
+}
+
+// Unwrap makes errors.Is(err, ErrNotReplicated) hold.
+func (e *NotReplicatedError) Unwrap() error { return ErrNotReplicated }
 
 // indexScript adds a member to a set; a script so that write can confirm it.
 var indexScript = redis.NewScript(`return redis.call('SADD', KEYS[1], ARGV[1])`)
@@ -104,11 +145,16 @@ func unavailable(op string, err error) error {
 const auditMaxLen = 10000
 
 // createOrgScript creates the organisation record and its audit entry in one
-// step, or does nothing if it exists.
+// step, or does nothing if it exists. ARGV[6] is a nonce kept in the record:
+// the same creation run again (a retry after a broken connection) answers 1
+// again and writes nothing; ARGV[7] is who made it.
 var createOrgScript = redis.NewScript(`
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], 'slug', ARGV[1], 'name', ARGV[2], 'environment', ARGV[3], 'created_at', ARGV[4])
-redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[5], '*', 'event', 'org.created', 'org', ARGV[1], 'at', ARGV[4])
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  if redis.call('HGET', KEYS[1], 'nonce') == ARGV[6] then return 1 end
+  return 0
+end
+redis.call('HSET', KEYS[1], 'slug', ARGV[1], 'name', ARGV[2], 'environment', ARGV[3], 'created_at', ARGV[4], 'nonce', ARGV[6])
+redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[5], '*', 'event', 'org.created', 'org', ARGV[1], 'at', ARGV[4], 'detail', ARGV[7])
 return 1
 `)
 
@@ -117,14 +163,45 @@ func (s *Store) CreateOrg(ctx context.Context, spec OrgSpec) (Org, error) {
 	if err := spec.Validate(); err != nil {
 		return Org{}, err
 	}
+	return s.createOrg(ctx, spec)
+}
+
+// OperatorSpec is what an operator gives to create an operator client.
+type OperatorSpec struct {
+	Name string
+	// ReadOnly gives admin.read only; otherwise admin.read and admin.write.
+	ReadOnly bool
+}
+
+// CreateOperator creates an operator client, a caller of the admin API, in
+// the operator organisation (made on first use), and returns it with its
+// secret. It holds admin.read, and admin.write unless ReadOnly.
+func (s *Store) CreateOperator(ctx context.Context, spec OperatorSpec) (Client, string, error) {
+	if _, err := s.GetOrg(ctx, OperatorOrgSlug); errors.Is(err, ErrNotFound) {
+		_, err := s.createOrg(ctx, OrgSpec{Slug: OperatorOrgSlug, Name: "Operators", Environment: EnvironmentLive})
+		if err != nil && !errors.Is(err, ErrExists) {
+			return Client{}, "", err
+		}
+	} else if err != nil {
+		return Client{}, "", err
+	}
+	scopes := []string{ScopeAdminRead}
+	if !spec.ReadOnly {
+		scopes = append(scopes, ScopeAdminWrite)
+	}
+	return s.CreateClient(ctx, ClientSpec{OrgSlug: OperatorOrgSlug, Name: spec.Name, Audience: AudienceOperator,
+		Scopes: scopes, RateLimitPerMinute: DefaultRateLimitPerMinute})
+}
+
+func (s *Store) createOrg(ctx context.Context, spec OrgSpec) (Org, error) {
 	now := s.now().UTC()
 	what := "create organisation " + spec.Slug
-	_, idxOK, err := s.write(ctx, indexScript, []string{s.orgIndex()}, spec.Slug)
+	_, idxAck, err := s.write(ctx, indexScript, []string{s.orgIndex()}, spec.Slug)
 	if err != nil {
 		return Org{}, unavailable(what, err)
 	}
-	cmd, ok, err := s.write(ctx, createOrgScript, []string{s.orgKey(spec.Slug), s.orgAudit(spec.Slug)},
-		spec.Slug, spec.Name, spec.Environment, formatTime(now), auditMaxLen)
+	cmd, ack, err := s.write(ctx, createOrgScript, []string{s.orgKey(spec.Slug), s.orgAudit(spec.Slug)},
+		spec.Slug, spec.Name, spec.Environment, formatTime(now), auditMaxLen, newNonce(), actorDetail(ctx, ""))
 	if err != nil {
 		return Org{}, unavailable(what, err)
 	}
@@ -132,8 +209,8 @@ func (s *Store) CreateOrg(ctx context.Context, spec OrgSpec) (Org, error) {
 		return Org{}, fmt.Errorf("organisation %q: %w", spec.Slug, ErrExists)
 	}
 	o := Org{Slug: spec.Slug, Name: spec.Name, Environment: spec.Environment, CreatedAt: now.Truncate(time.Millisecond)}
-	if !ok || !idxOK {
-		return o, s.notReplicated(what)
+	if !s.confirmed(idxAck, ack) {
+		return o, s.notReplicated(what, idxAck, ack)
 	}
 	return o, nil
 }
@@ -183,8 +260,19 @@ func orgFrom(m map[string]string) Org {
 // createClientScript writes a whole client record and its first audit
 // entry, or nothing if the id exists. ARGV: n, n field-value pairs, the
 // audit entry, the audit cap.
+//
+// The same creation run again (a retry after a broken connection) finds its
+// own record, known by its secret digest, answers 1 and writes nothing.
 var createClientScript = redis.NewScript(`
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  local n = tonumber(ARGV[1])
+  for i = 2, 1 + 2 * n, 2 do
+    if ARGV[i] == 'secret_digest' then
+      if redis.call('HGET', KEYS[1], 'secret_digest') == ARGV[i + 1] then return 1 end
+    end
+  end
+  return 0
+end
 local n = tonumber(ARGV[1])
 local fields = {}
 for i = 2, 1 + 2 * n do fields[#fields + 1] = ARGV[i] end
@@ -235,13 +323,13 @@ func (s *Store) CreateClient(ctx context.Context, spec ClientSpec) (Client, stri
 	what := "create client " + c.ID
 	// Index first: a crash before the record leaves an index entry that
 	// listings skip, never a half-written client.
-	_, idxOK, err := s.write(ctx, indexScript, []string{s.orgClients(c.OrgSlug)}, c.ID)
+	_, idxAck, err := s.write(ctx, indexScript, []string{s.orgClients(c.OrgSlug)}, c.ID)
 	if err != nil {
 		return Client{}, "", unavailable(what, err)
 	}
 	args := append([]any{len(fields) / 2}, fields...)
-	args = append(args, auditLine(ms, "client.created", "generation=1"), auditMaxLen)
-	cmd, ok, err := s.write(ctx, createClientScript, []string{s.clientKey(c.ID), s.clientAudit(c.ID)}, args...)
+	args = append(args, auditLine(ms, "client.created", actorDetail(ctx, "generation=1")), auditMaxLen)
+	cmd, ack, err := s.write(ctx, createClientScript, []string{s.clientKey(c.ID), s.clientAudit(c.ID)}, args...)
 	if err != nil {
 		return Client{}, "", unavailable(what, err)
 	}
@@ -249,18 +337,25 @@ func (s *Store) CreateClient(ctx context.Context, spec ClientSpec) (Client, stri
 		return Client{}, "", fmt.Errorf("client %s: %w", c.ID, ErrExists)
 	}
 	c.CreatedAt, c.UpdatedAt = c.CreatedAt.Truncate(time.Millisecond), c.UpdatedAt.Truncate(time.Millisecond)
-	if !ok || !idxOK {
-		return c, secret, s.notReplicated(what)
+	if !s.confirmed(idxAck, ack) {
+		return c, secret, s.notReplicated(what, idxAck, ack)
 	}
 	return c, secret, nil
 }
 
 // changeScript applies one operator change to an existing client atomically
-// with its audit entry. ARGV: op, at (ms), audit cap, value. Returns the new
-// generation, or 0 when there is no such client, -1 when it is revoked.
+// with its audit entry. KEYS: record, audit list, last change's nonce.
+// ARGV: op, at (ms), audit cap, value, nonce, actor (for the audit entry).
+// Returns the new generation, or 0 when there is no such client, -1 when it
+// is revoked. The same change run again (its nonce, kept five minutes: a
+// retry after a broken connection) returns the generation and changes
+// nothing, so a rotation is never made twice with two secrets.
 var changeScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 local op, at = ARGV[1], ARGV[2]
+if redis.call('GET', KEYS[3]) == ARGV[5] then
+  return tonumber(redis.call('HGET', KEYS[1], 'generation'))
+end
 if redis.call('HGET', KEYS[1], 'status') ~= 'active' then return -1 end
 local gen = tonumber(redis.call('HGET', KEYS[1], 'generation'))
 local detail = ''
@@ -281,6 +376,8 @@ elseif op == 'token_rate_limit' then
 else
   return redis.error_reply('unknown op')
 end
+if ARGV[6] ~= '' then detail = detail .. ' ' .. ARGV[6] end
+redis.call('SET', KEYS[3], ARGV[5], 'PX', 300000)
 redis.call('RPUSH', KEYS[2], at .. '\t' .. 'client.' .. op .. '\t' .. detail)
 redis.call('LTRIM', KEYS[2], -tonumber(ARGV[3]), -1)
 return gen
@@ -292,8 +389,8 @@ func (s *Store) change(ctx context.Context, id, op, value string) (int64, error)
 		return 0, fmt.Errorf("client %q: %w", id, ErrNotFound)
 	}
 	what := op + " client " + id
-	cmd, ok, err := s.write(ctx, changeScript, []string{s.clientKey(id), s.clientAudit(id)},
-		op, s.now().UnixMilli(), auditMaxLen, value)
+	cmd, ack, err := s.write(ctx, changeScript, []string{s.clientKey(id), s.clientAudit(id), s.changeNonceKey(id)},
+		op, s.now().UnixMilli(), auditMaxLen, value, newNonce(), actorDetail(ctx, ""))
 	if err != nil {
 		return 0, unavailable(what, err)
 	}
@@ -304,8 +401,8 @@ func (s *Store) change(ctx context.Context, id, op, value string) (int64, error)
 	case -1:
 		return 0, fmt.Errorf("client %s: %w", id, ErrRevoked)
 	}
-	if !ok {
-		return n, s.notReplicated(what)
+	if !s.confirmed(ack) {
+		return n, s.notReplicated(what, ack)
 	}
 	return n, nil
 }
@@ -405,6 +502,77 @@ func (s *Store) ListClients(ctx context.Context, orgSlug string) ([]Client, erro
 		}
 		ids = append(ids, members...)
 	}
+	out, err := s.readClients(ctx, ids, nil)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b Client) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out, nil
+}
+
+// ClientPage is one page of a client listing in client id order.
+type ClientPage struct {
+	Clients []Client
+	// More reports whether clients follow the last one of this page.
+	More bool
+}
+
+// ListClientPage lists up to limit clients whose ids sort after after ("":
+// from the first), of one organisation (ErrNotFound if there is no such
+// organisation) or of all when orgSlug is empty, in client id order: an
+// order that a client created between two pages cannot shift, so a cursor
+// (the last id of a page) never skips or repeats a client.
+func (s *Store) ListClientPage(ctx context.Context, orgSlug, after string, limit int) (ClientPage, error) {
+	if limit < 1 {
+		return ClientPage{}, fmt.Errorf("%w: limit %d: must be at least 1", ErrInvalid, limit)
+	}
+	slugs := []string{orgSlug}
+	if orgSlug == "" {
+		var err error
+		if slugs, err = s.rdb.SMembers(ctx, s.orgIndex()).Result(); err != nil {
+			return ClientPage{}, unavailable("list clients", err)
+		}
+	} else if _, err := s.GetOrg(ctx, orgSlug); err != nil {
+		return ClientPage{}, err
+	}
+	var ids []string
+	for _, slug := range slugs {
+		members, err := s.rdb.SMembers(ctx, s.orgClients(slug)).Result()
+		if err != nil {
+			return ClientPage{}, unavailable("list clients", err)
+		}
+		for _, id := range members {
+			if id > after {
+				ids = append(ids, id)
+			}
+		}
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	var page ClientPage
+	// Index entries whose record was never written (a crash between the
+	// two writes of CreateClient) are skipped, so read on until the page
+	// is full.
+	for len(ids) > 0 && len(page.Clients) < limit {
+		batch := ids[:min(len(ids), limit-len(page.Clients))]
+		ids = ids[len(batch):]
+		var err error
+		if page.Clients, err = s.readClients(ctx, batch, page.Clients); err != nil {
+			return ClientPage{}, err
+		}
+	}
+	page.More = len(ids) > 0
+	return page, nil
+}
+
+// readClients reads the records of ids in one pipeline and appends those
+// that exist to out.
+func (s *Store) readClients(ctx context.Context, ids []string, out []Client) ([]Client, error) {
 	cmds := make([]*redis.MapStringStringCmd, len(ids))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
@@ -415,18 +583,14 @@ func (s *Store) ListClients(ctx context.Context, orgSlug string) ([]Client, erro
 	if err != nil {
 		return nil, unavailable("list clients", err)
 	}
-	out := make([]Client, 0, len(ids))
+	if out == nil {
+		out = make([]Client, 0, len(ids))
+	}
 	for i, c := range cmds {
 		if m := c.Val(); len(m) > 0 {
 			out = append(out, clientFrom(ids[i], m))
 		}
 	}
-	slices.SortFunc(out, func(a, b Client) int {
-		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
 	return out, nil
 }
 
@@ -523,12 +687,12 @@ func parseTime(s string) time.Time {
 	return t.UTC()
 }
 
-// scopeBits stores a scope list as a bit set over AllScopes (bit i is
-// AllScopes[i]), so the record keeps every value under Redis's 64-byte
+// scopeBits stores a scope list as a bit set over the catalogue (bit i is
+// scopeCatalogue[i]), so the record keeps every value under Redis's 64-byte
 // listpack limit: the four scopes spelled out take 69 bytes.
 func scopeBits(scopes []string) int64 {
 	var bits int64
-	for i, sc := range AllScopes {
+	for i, sc := range scopeCatalogue {
 		if slices.Contains(scopes, sc) {
 			bits |= 1 << i
 		}
@@ -537,14 +701,14 @@ func scopeBits(scopes []string) int64 {
 }
 
 // scopesFrom reads a stored scope list: a bit set, or (records written
-// before) the space-separated names. The result is in AllScopes's order.
+// before) the space-separated names. The result is in the catalogue's order.
 func scopesFrom(v string) []string {
 	bits, err := strconv.ParseInt(v, 10, 64)
 	if err != nil {
 		return ParseScopes(v)
 	}
 	out := []string{}
-	for i, sc := range AllScopes {
+	for i, sc := range scopeCatalogue {
 		if bits&(1<<i) != 0 {
 			out = append(out, sc)
 		}

@@ -73,7 +73,7 @@ func (s *Store) Withdraw(ctx context.Context, kid string) (int64, error) {
 	// them (and the WAIT after them). A reader between the two sees the kid
 	// at the old version and reads again when the version moves.
 	var incr *redis.IntCmd
-	acks, err := redisconn.ConfirmedWrite(ctx, s.rdb, s.version, s.confirm, func(p redis.Pipeliner) {
+	ack, err := redisconn.ConfirmedWrite(ctx, s.rdb, s.version, s.confirm, func(p redis.Pipeliner) {
 		p.SAdd(ctx, s.set, kid)
 		incr = p.Incr(ctx, s.version)
 	})
@@ -86,8 +86,8 @@ func (s *Store) Withdraw(ctx context.Context, kid string) (int64, error) {
 	if err := s.rdb.Publish(ctx, s.channel, v).Err(); err != nil {
 		return v, fmt.Errorf("withdrawn (version %d), but the notification failed; servers see it within %s: %w", v, DefaultPollInterval, err)
 	}
-	if acks < int64(s.confirm.Replicas) {
-		return v, fmt.Errorf("withdrawn (version %d) on the primary, confirmed by %d of %d replicas within %s: %w", v, acks, s.confirm.Replicas, s.confirm.Timeout, ErrNotReplicated)
+	if !ack.Confirmed(s.confirm) {
+		return v, fmt.Errorf("withdrawn (version %d) on the primary, %s: %w", v, ack.Describe(s.confirm), ErrNotReplicated)
 	}
 	return v, nil
 }
@@ -239,17 +239,36 @@ func (w *Watcher) refresh(ctx context.Context) {
 }
 
 // Filter returns a KeySource that is src without the withdrawn keys. It
-// keeps src's RefreshSoon (see accesstoken.KeySource users) and builds the
+// keeps src's RefreshSoon and FetchUnknownKey (but fetches nothing for a withdrawn kid) and builds the
 // filtered set once per change of src's set or of the withdrawn kids.
 func (w *Watcher) Filter(src accesstoken.KeySource) accesstoken.KeySource {
 	f := &filtered{src: src, w: w}
-	if r, ok := src.(refresher); ok {
+	r, refreshes := src.(refresher)
+	if fe, ok := src.(accesstoken.KeyFetcher); ok && refreshes {
+		return &fetchingFiltered{refreshingFiltered: &refreshingFiltered{filtered: f, r: r}, f: fe}
+	}
+	if refreshes {
 		return &refreshingFiltered{filtered: f, r: r}
 	}
 	return f
 }
 
 type refresher interface{ RefreshSoon() }
+
+// fetchingFiltered passes FetchUnknownKey through, except for a withdrawn
+// kid: fetching cannot bring that key back, so its tokens are refused at
+// once and cannot make the source fetch.
+type fetchingFiltered struct {
+	*refreshingFiltered
+	f accesstoken.KeyFetcher
+}
+
+func (f *fetchingFiltered) FetchUnknownKey(ctx context.Context, kid string) error {
+	if f.w.state.Load().Kids[kid] {
+		return nil
+	}
+	return f.f.FetchUnknownKey(ctx, kid)
+}
 
 type filtered struct {
 	src accesstoken.KeySource

@@ -98,14 +98,20 @@ func TestWithdrawLostMessage(t *testing.T) {
 type source struct {
 	set       jwk.Set
 	refreshed atomic.Int32
+	fetched   atomic.Int32
 }
 
 func (s *source) KeySet() (jwk.Set, error) { return s.set, nil }
 func (s *source) RefreshSoon()             { s.refreshed.Add(1) }
+func (s *source) FetchUnknownKey(context.Context, string) error {
+	s.fetched.Add(1)
+	return nil
+}
 
 // TestFilter: the filtered source hides withdrawn keys (so a token of one
 // fails with ErrUnknownKey), keeps the others, follows later withdrawals,
-// and passes RefreshSoon through.
+// and passes RefreshSoon and FetchUnknownKey through, the latter only for
+// a kid that is not withdrawn (fetching cannot bring a withdrawn key back).
 func TestFilter(t *testing.T) {
 	rdb := redistest.Client(t)
 	prefix := redistest.Prefix(t, rdb)
@@ -148,5 +154,15 @@ func TestFilter(t *testing.T) {
 	r.RefreshSoon()
 	if src.refreshed.Load() != 1 {
 		t.Error("RefreshSoon not passed through")
+	}
+	fe, ok := f.(accesstoken.KeyFetcher)
+	if !ok {
+		t.Fatal("filtered source lost FetchUnknownKey")
+	}
+	if err := fe.FetchUnknownKey(t.Context(), kid1); err != nil || src.fetched.Load() != 0 {
+		t.Errorf("withdrawn kid: %v, %d fetches; want none", err, src.fetched.Load())
+	}
+	if err := fe.FetchUnknownKey(t.Context(), "new-kid"); err != nil || src.fetched.Load() != 1 {
+		t.Errorf("unknown kid: %v, %d fetches; want 1", err, src.fetched.Load())
 	}
 }

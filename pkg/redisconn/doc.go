@@ -2,4 +2,9 @@
 // REDIS_URL, as a go-redis UniversalClient: a single node, a Sentinel-managed
 // primary, or a Cluster. The in-process Redis (miniredis) of the local stack
 // lives in deploy/local, so no production binary links it.
+//
+// Every command of such a client has a budget (DefaultCommandBudget, 1.5
+// s) that bounds it whatever Redis does, a frozen primary included, and
+// commands refused while a Cluster slot moves (TRYAGAIN, ASK, MOVED,
+// CLUSTERDOWN) are tried again inside it: see budget.go.
 package redisconn

@@ -49,20 +49,26 @@ func Open(rawURL string) (redis.UniversalClient, error) {
 		if err != nil {
 			return nil, fmt.Errorf("REDIS_URL (sentinel): %w", err)
 		}
-		tune(q, &opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.MaxRetries, &opt.DialerRetries)
-		return build("REDIS_URL (sentinel)", func() redis.UniversalClient { return redis.NewFailoverClient(opt) })
+		tune(q, &opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.MaxRetries, &opt.DialerRetries, &opt.ContextTimeoutEnabled)
+		return build("REDIS_URL (sentinel)", func() redis.UniversalClient {
+			c := redis.NewFailoverClient(opt)
+			c.AddHook(budget{commandBudget(opt.ReadTimeout)})
+			return c
+		})
 	case u.Scheme == "redis+cluster" || u.Scheme == "rediss+cluster" || q.Has("addr"):
 		u.Scheme = strings.TrimSuffix(u.Scheme, "+cluster")
 		opt, err := redis.ParseClusterURL(u.String())
 		if err != nil {
 			return nil, fmt.Errorf("REDIS_URL (cluster): %w", err)
 		}
-		tune(q, &opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.MaxRetries, &opt.DialerRetries)
+		tune(q, &opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.MaxRetries, &opt.DialerRetries, &opt.ContextTimeoutEnabled)
 		opt.ClusterStateReloadInterval = clusterReloadInterval
 		opt.MaintNotificationsConfig = noMaintNotifications()
 		return build("REDIS_URL (cluster)", func() redis.UniversalClient {
 			cc := redis.NewClusterClient(opt)
+			// The reload hook first, so that it wraps budget (see budget).
 			cc.AddHook(reloadOnConnError{cc: cc})
+			cc.AddHook(budget{commandBudget(opt.ReadTimeout)})
 			return cc
 		})
 	default:
@@ -70,9 +76,13 @@ func Open(rawURL string) (redis.UniversalClient, error) {
 		if err != nil {
 			return nil, fmt.Errorf("REDIS_URL: %w", err)
 		}
-		tune(q, &opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.MaxRetries, &opt.DialerRetries)
+		tune(q, &opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.MaxRetries, &opt.DialerRetries, &opt.ContextTimeoutEnabled)
 		opt.MaintNotificationsConfig = noMaintNotifications()
-		return build("REDIS_URL", func() redis.UniversalClient { return redis.NewClient(opt) })
+		return build("REDIS_URL", func() redis.UniversalClient {
+			c := redis.NewClient(opt)
+			c.AddHook(budget{commandBudget(opt.ReadTimeout)})
+			return c
+		})
 	}
 }
 
@@ -106,8 +116,13 @@ func build(what string, newClient func() redis.UniversalClient) (rdb redis.Unive
 // instead of go-redis's five (DialerRetries, with 100 ms between them):
 // with those, a Redis host that drops packets held every request for about
 // 11 s (2 tries x 5 dials x 1 s) instead of 2 s at worst, and a refused
-// connection for about 0.8 s instead of a few milliseconds.
-func tune(q url.Values, dial, read, write *time.Duration, retries, dialerRetries *int) {
+// connection for about 0.8 s instead of a few milliseconds. It also makes
+// go-redis honour context deadlines (ContextTimeoutEnabled, which a URL
+// cannot turn off): without it, a socket read ignores the context's
+// deadline and waits out ReadTimeout, so the command budget (budget)
+// could not end a read on a node that does not answer.
+func tune(q url.Values, dial, read, write *time.Duration, retries, dialerRetries *int, contextTimeouts *bool) {
+	*contextTimeouts = true
 	if !q.Has("dial_timeout") {
 		*dial = time.Second
 	}

@@ -62,6 +62,9 @@ func TestOpenSingleNode(t *testing.T) {
 			if o.ReadTimeout != tc.read || o.WriteTimeout != time.Second {
 				t.Errorf("timeouts = read %v write %v; want read %v write 1s", o.ReadTimeout, o.WriteTimeout, tc.read)
 			}
+			if !o.ContextTimeoutEnabled {
+				t.Error("ContextTimeoutEnabled is off: the command budget cannot end a read")
+			}
 		})
 	}
 }
@@ -79,6 +82,9 @@ func TestOpenSentinel(t *testing.T) {
 			}
 			if o := c.Options(); o.Addr != "FailoverClient" || o.ReadTimeout != time.Second || o.WriteTimeout != time.Second {
 				t.Errorf("options = addr %q read %v write %v; want a failover client with 1s timeouts", o.Addr, o.ReadTimeout, o.WriteTimeout)
+			}
+			if !c.Options().ContextTimeoutEnabled {
+				t.Error("ContextTimeoutEnabled is off: the command budget cannot end a read")
 			}
 		})
 	}
@@ -109,6 +115,9 @@ func TestOpenCluster(t *testing.T) {
 			}
 			if o.ReadTimeout != time.Second || o.WriteTimeout != time.Second {
 				t.Errorf("timeouts = %v/%v, want 1s", o.ReadTimeout, o.WriteTimeout)
+			}
+			if !o.ContextTimeoutEnabled {
+				t.Error("ContextTimeoutEnabled is off: the command budget cannot end a read")
 			}
 		})
 	}

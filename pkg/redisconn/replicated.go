@@ -73,34 +73,89 @@ func confirmationOf(q url.Values, u *url.URL) (Confirmation, error) {
 	return c, nil
 }
 
+// Ack is what the replicas said of a confirmed write.
+type Ack struct {
+	// Acknowledged is how many replicas acknowledged the writes (WAIT).
+	Acknowledged int64
+	// Connected is how many replicas the primary had connected when it did
+	// not get enough acknowledgements (ROLE); -1 when it was not asked, or
+	// could not be read.
+	Connected int64
+}
+
+// Confirmed reports whether at least c.Replicas replicas acknowledged.
+func (a Ack) Confirmed(c Confirmation) bool { return a.Acknowledged >= int64(c.Replicas) }
+
+// Describe says, for an operator, how the replicas answered: "confirmed
+// by 0 of the 2 replicas required within 2s; the primary has 1 replica
+// connected".
+func (a Ack) Describe(c Confirmation) string {
+	s := fmt.Sprintf("confirmed by %d of the %d replica(s) required within %v", a.Acknowledged, c.Replicas, c.Timeout)
+	switch {
+	case a.Connected < 0:
+		return s + "; how many replicas the primary has could not be read"
+	case a.Connected < int64(c.Replicas):
+		return s + fmt.Sprintf("; the primary has only %d replica(s) connected, fewer than required (lower confirm_replicas in REDIS_URL, or bring a replica back)", a.Connected)
+	default:
+		return s + fmt.Sprintf("; the primary has %d replica(s) connected", a.Connected)
+	}
+}
+
 // ConfirmedWrite queues one or more writes of key's slot and, after them on
 // the same connection to the primary that owns key, waits with WAIT until
 // c.Replicas replicas have acknowledged them or c.Timeout has passed; it
-// returns how many replicas acknowledged. WAIT counts the replicas that
-// have acknowledged every write made on its own connection, so it must run
-// there: a keyless WAIT through a ClusterClient goes to a node chosen
-// without regard to the key (and a Lua script cannot call WAIT). With
-// c.Replicas 0 the writes run alone and 0 is returned.
+// returns how many replicas acknowledged and, when too few did, how many
+// the primary has. WAIT counts the replicas that have acknowledged every
+// write made on its own connection, so it must run there: a keyless WAIT
+// through a ClusterClient goes to a node chosen without regard to the key
+// (and a Lua script cannot call WAIT). With c.Replicas 0 the writes run
+// alone.
 //
 // queue must queue commands on the pipeliner, all of key's slot, and keep
-// their Cmd values to read the results.
-func ConfirmedWrite(ctx context.Context, rdb redis.UniversalClient, key string, c Confirmation, queue func(redis.Pipeliner)) (int64, error) {
+// their Cmd values to read the results; it may be called twice. A write
+// that meets a moved slot (MOVED or ASK from the node go-redis named, as
+// during a planned CLUSTER FAILOVER), a demoted primary (READONLY) or a
+// broken connection (a failover under way) is tried once more, on the
+// primary found afresh: a MOVED write did not run, but one on a broken
+// connection may have, so the writes must tolerate running twice (the
+// registry's scripts carry a nonce for that).
+func ConfirmedWrite(ctx context.Context, rdb redis.UniversalClient, key string, c Confirmation, queue func(redis.Pipeliner)) (Ack, error) {
 	if c.Replicas == 0 {
 		_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error { queue(p); return nil })
-		return 0, err
+		return Ack{Connected: -1}, err
 	}
+	ack, err := confirmedWriteOnce(ctx, rdb, key, c, queue)
+	if err == nil || !retryableWriteError(err) || ctx.Err() != nil {
+		return ack, explainWriteError(err)
+	}
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		cc.ReloadState(ctx)
+	}
+	// go-redis coalesces slot map reloads and the failover client finds the
+	// new primary on its next dial: give either a moment.
+	select {
+	case <-time.After(250 * time.Millisecond):
+	case <-ctx.Done():
+		return ack, explainWriteError(err)
+	}
+	ack, err = confirmedWriteOnce(ctx, rdb, key, c, queue)
+	return ack, explainWriteError(err)
+}
+
+func confirmedWriteOnce(ctx context.Context, rdb redis.UniversalClient, key string, c Confirmation, queue func(redis.Pipeliner)) (Ack, error) {
+	ack := Ack{Connected: -1}
 	var node *redis.Client
 	switch r := rdb.(type) {
 	case *redis.ClusterClient:
 		primary, err := r.MasterForKey(ctx, key)
 		if err != nil {
-			return 0, err
+			return ack, err
 		}
 		node = primary
 	case *redis.Client: // a single node, or a Sentinel-managed primary
 		node = r
 	default:
-		return 0, fmt.Errorf("redisconn: cannot confirm writes through a %T", rdb)
+		return ack, fmt.Errorf("redisconn: cannot confirm writes through a %T", rdb)
 	}
 	conn := node.Conn()
 	defer conn.Close()
@@ -113,14 +168,24 @@ func ConfirmedWrite(ctx context.Context, rdb redis.UniversalClient, key string, 
 	}
 	deadline := time.Now().Add(c.Timeout)
 	var wait *redis.Cmd
-	_, err := conn.Pipelined(ctx, func(p redis.Pipeliner) error {
+	cmds, err := conn.Pipelined(ctx, func(p redis.Pipeliner) error {
 		queue(p)
 		// Pipeliner lacks Wait; the command is the same.
 		wait = p.Do(ctx, "wait", c.Replicas, slice.Milliseconds())
 		return nil
 	})
 	if err != nil {
-		return 0, err
+		// A queued command's own error reply (a script's) is the caller's
+		// to read; a redirect or a broken connection is ours to retry.
+		for _, cmd := range cmds {
+			if e := cmd.Err(); e != nil && retryableWriteError(e) {
+				return ack, e
+			}
+		}
+		if wait == nil || wait.Err() == nil || !retryableWriteError(wait.Err()) {
+			return ack, err
+		}
+		return ack, wait.Err()
 	}
 	acks, err := wait.Int64()
 	for err == nil && acks < int64(c.Replicas) {
@@ -130,8 +195,63 @@ func ConfirmedWrite(ctx context.Context, rdb redis.UniversalClient, key string, 
 		}
 		acks, err = conn.Do(ctx, "wait", c.Replicas, max(min(slice, left), time.Millisecond).Milliseconds()).Int64()
 	}
-	return acks, err
+	ack.Acknowledged = acks
+	if err == nil && acks < int64(c.Replicas) {
+		ack.Connected = connectedReplicas(ctx, conn)
+	}
+	return ack, err
 }
+
+// connectedReplicas reads, with ROLE on the primary's connection, how many
+// replicas it has connected; -1 when it cannot tell.
+func connectedReplicas(ctx context.Context, conn *redis.Conn) int64 {
+	v, err := conn.Do(ctx, "role").Slice()
+	if err != nil || len(v) < 3 {
+		return -1
+	}
+	if role, _ := v[0].(string); role != "master" {
+		return -1
+	}
+	replicas, ok := v[2].([]any)
+	if !ok {
+		return -1
+	}
+	return int64(len(replicas))
+}
+
+// retryableWriteError reports whether a confirmed write may be tried again
+// on a freshly found primary: the slot moved (MOVED, ASK), the node is no
+// longer a primary (READONLY), or the connection broke.
+func retryableWriteError(err error) bool {
+	if err == nil || errors.Is(err, redis.Nil) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var reply redis.Error
+	if errors.As(err, &reply) {
+		msg := reply.Error()
+		for _, p := range []string{"MOVED ", "ASK ", "READONLY ", "CLUSTERDOWN ", "TRYAGAIN ", "LOADING "} {
+			if strings.HasPrefix(msg, p) {
+				return true
+			}
+		}
+		return false
+	}
+	return true
+}
+
+// explainWriteError turns what a failover leaves behind into a sentence an
+// operator can act on; Redis's own words ("MOVED 3149 127.0.0.1:7001",
+// go-redis's "redis: conn is in a bad state") stay behind it.
+func explainWriteError(err error) error {
+	if err == nil || !retryableWriteError(err) {
+		return err
+	}
+	return fmt.Errorf("%w: the Redis primary for this change moved or the connection broke (a failover under way?), and trying again on the new primary failed too; wait until the failover is over and run it again (%v)", ErrPrimaryMoved, err)
+}
+
+// ErrPrimaryMoved marks a confirmed write that could not reach the primary
+// of its key because a failover or a slot migration was under way.
+var ErrPrimaryMoved = errors.New("the Redis primary moved")
 
 // clusterReloadInterval bounds how stale a ClusterClient's slot map may get
 // without any error (go-redis's default is 60 s): topology changes that

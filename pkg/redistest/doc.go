@@ -7,6 +7,9 @@
 // 3 sentinels), from the Debian packages' redis-server and redis-sentinel,
 // on loopback. Topologies shares one of each among a package's tests; such
 // a package runs its tests through RunMain, which stops them at the end.
+// Faults: Freeze and Thaw stop and continue a node (SIGSTOP, SIGCONT);
+// Cluster.MoveSlot moves a slot between primaries as a reshard does, with
+// a hold that widens its MIGRATING/IMPORTING window.
 //
 // When no Redis answers, tests fall back to an in-process miniredis, except
 // under CI=true, where a missing Redis fails the test instead.

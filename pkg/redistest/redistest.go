@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -200,11 +201,13 @@ func (s *Server) startCommand(cmd *exec.Cmd) {
 	s.t.Fatalf("redistest: %s on %s did not answer: %s", cmd.Path, s.Addr(), log)
 }
 
-// Kill stops the server with SIGKILL (a crash) and waits for it to exit.
+// Kill stops the server with SIGKILL (a crash) and waits for it to exit. A
+// frozen server (Freeze) is continued first.
 func (s *Server) Kill() {
 	if s.cmd == nil || s.cmd.Process == nil {
 		return
 	}
+	_ = s.cmd.Process.Signal(syscall.SIGCONT)
 	_ = s.cmd.Process.Kill()
 	_ = s.cmd.Wait()
 	s.cmd = nil

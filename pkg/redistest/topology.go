@@ -226,35 +226,61 @@ func (c *Cluster) byAddr(addr string) *Server {
 
 // slotOwner asks a running node which node serves key's slot as primary.
 func (c *Cluster) slotOwner(ctx context.Context, key string) (*Server, error) {
+	slot, err := c.keySlot(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	return c.slotPrimary(ctx, slot)
+}
+
+// keySlot asks a running node for key's hash slot.
+func (c *Cluster) keySlot(ctx context.Context, key string) (int64, error) {
 	var lastErr error
 	for _, n := range c.Nodes {
 		if !n.Running() {
 			continue
 		}
-		cl := redis.NewClient(&redis.Options{Addr: n.Addr(), DialTimeout: 500 * time.Millisecond, MaxRetries: -1})
+		cl := redis.NewClient(&redis.Options{Addr: n.Addr(), DialTimeout: 500 * time.Millisecond, ReadTimeout: time.Second, MaxRetries: -1})
 		slot, err := cl.ClusterKeySlot(ctx, key).Result()
+		_ = cl.Close()
 		if err == nil {
-			var shards []redis.ClusterShard
-			shards, err = cl.ClusterShards(ctx).Result()
-			for _, sh := range shards {
-				for _, r := range sh.Slots {
-					if r.Start > slot || slot > r.End {
-						continue
-					}
-					for _, n := range sh.Nodes {
-						if n.Role == "master" && n.Health == "online" {
-							_ = cl.Close()
-							if owner := c.byAddr(n.IP + ":" + strconv.FormatInt(n.Port, 10)); owner != nil {
-								return owner, nil
-							}
-							return nil, fmt.Errorf("slot %d served by unknown node %s:%d", slot, n.IP, n.Port)
+			return slot, nil
+		}
+		lastErr = err
+	}
+	return 0, fmt.Errorf("no node answered: %v", lastErr)
+}
+
+// slotPrimary asks a running node which node serves slot as primary.
+func (c *Cluster) slotPrimary(ctx context.Context, slot int64) (*Server, error) {
+	var lastErr error
+	for _, n := range c.Nodes {
+		if !n.Running() {
+			continue
+		}
+		cl := redis.NewClient(&redis.Options{Addr: n.Addr(), DialTimeout: 500 * time.Millisecond, ReadTimeout: time.Second, MaxRetries: -1})
+		shards, err := cl.ClusterShards(ctx).Result()
+		_ = cl.Close()
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		for _, sh := range shards {
+			for _, r := range sh.Slots {
+				if r.Start > slot || slot > r.End {
+					continue
+				}
+				for _, n := range sh.Nodes {
+					if n.Role == "master" && n.Health == "online" {
+						if owner := c.byAddr(n.IP + ":" + strconv.FormatInt(n.Port, 10)); owner != nil {
+							return owner, nil
 						}
+						return nil, fmt.Errorf("slot %d served by unknown node %s:%d", slot, n.IP, n.Port)
 					}
 				}
 			}
 		}
-		_ = cl.Close()
-		lastErr = err
+		lastErr = fmt.Errorf("%s names no online primary of slot %d", n.Addr(), slot)
 	}
 	return nil, fmt.Errorf("no node answered: %v", lastErr)
 }

@@ -283,42 +283,65 @@ func TestTokenCache(t *testing.T) {
 	wantJSON(t, rec, http.StatusUnauthorized, map[string]any{"detail": detailInvalid})
 }
 
-// refreshingKeys is a key source that counts requests for a refresh.
-type refreshingKeys struct {
+// fetchingKeys is a key source that counts fetches for unknown keys; a
+// fetch publishes next, if set.
+type fetchingKeys struct {
 	keySource
-	refreshes int
+	fetches int
+	next    jwk.Set
 }
 
-func (k *refreshingKeys) RefreshSoon() { k.refreshes++ }
+func (k *fetchingKeys) FetchUnknownKey(context.Context, string) error {
+	k.fetches++
+	if k.next != nil {
+		k.swap(k.next, nil)
+		k.next = nil
+	}
+	return nil
+}
 
-// A token naming a key the set lacks, or a set not loaded yet, asks the
-// source for a (rate-limited) refresh; a good token does not.
-func TestUnknownKeyAsksForRefresh(t *testing.T) {
+// A token naming a key the set lacks makes the source fetch before the
+// answer: the first token of a key published since the last fetch gets
+// 200, a kid still unknown then 401; a good token or a bad signature under
+// a known key fetches nothing, nor does a set not loaded yet (503: the
+// source fetches it itself).
+func TestUnknownKeyFetchesBeforeAnswering(t *testing.T) {
 	f := newFixture(t)
-	keys := &refreshingKeys{keySource: keySource{set: f.keys.Public()}}
+	keys := &fetchingKeys{keySource: keySource{set: f.keys.Public()}}
 	deps := f.deps()
 	deps.Keys = keys
 	s := newServer(nil, f.config(), deps)
 	c := f.client("st-marys", clients.EnvironmentLive, clients.AudienceHospital)
 
-	if rec := doGet(t, s.handler, "/api/v1/me/", f.token(c, "")); rec.Code != 200 || keys.refreshes != 0 {
-		t.Fatalf("good token: %d, %d refreshes", rec.Code, keys.refreshes)
+	if rec := doGet(t, s.handler, "/api/v1/me/", f.token(c, "")); rec.Code != 200 || keys.fetches != 0 {
+		t.Fatalf("good token: %d, %d fetches", rec.Code, keys.fetches)
 	}
-	otherKey, _ := accesstoken.GenerateKey(accesstoken.AlgEdDSA)
-	otherSet, _ := accesstoken.NewKeySet(otherKey)
-	otherIssuer, _ := accesstoken.NewIssuer(otherSet, testIssuer, testAudience)
-	tok, _, _ := otherIssuer.Issue(accesstoken.Grant{ClientID: c.ID, Generation: 1, Now: f.clock.Now()})
-	if rec := doGet(t, s.handler, "/api/v1/me/", tok); rec.Code != 401 || keys.refreshes != 1 {
-		t.Fatalf("unknown kid: %d, %d refreshes", rec.Code, keys.refreshes)
-	}
-	// A bad signature under a known key is no reason to refresh.
+	// A bad signature under a known key is no reason to fetch.
 	h, cl, sig := parts(t, f.token(c, ""))
 	sig[0] ^= 1
-	if rec := doGet(t, s.handler, "/api/v1/me/", forge(h, cl, sig)); rec.Code != 401 || keys.refreshes != 1 {
-		t.Fatalf("bad signature: %d, %d refreshes", rec.Code, keys.refreshes)
+	if rec := doGet(t, s.handler, "/api/v1/me/", forge(h, cl, sig)); rec.Code != 401 || keys.fetches != 0 {
+		t.Fatalf("bad signature: %d, %d fetches", rec.Code, keys.fetches)
+	}
+	issuer := func() *accesstoken.Issuer {
+		k, _ := accesstoken.GenerateKey(accesstoken.AlgEdDSA)
+		set, _ := accesstoken.NewKeySet(k)
+		iss, _ := accesstoken.NewIssuer(set, testIssuer, testAudience)
+		keys.next = set.Public()
+		return iss
+	}
+	rotated := issuer()
+	tok, _, _ := rotated.Issue(accesstoken.Grant{ClientID: c.ID, Generation: 1, Now: f.clock.Now()})
+	if rec := doGet(t, s.handler, "/api/v1/me/", tok); rec.Code != 200 || keys.fetches != 1 {
+		t.Fatalf("first token of a newly published key: %d %s, %d fetches; want 200 after 1", rec.Code, rec.Body, keys.fetches)
+	}
+	junk := issuer()
+	keys.next = nil // never published
+	tok, _, _ = junk.Issue(accesstoken.Grant{ClientID: c.ID, Generation: 1, Now: f.clock.Now()})
+	if rec := doGet(t, s.handler, "/api/v1/me/", tok); rec.Code != 401 || keys.fetches != 2 {
+		t.Fatalf("unknown kid: %d, %d fetches", rec.Code, keys.fetches)
 	}
 	keys.swap(nil, errors.New("not loaded"))
-	if rec := doGet(t, s.handler, "/api/v1/me/", f.token(c, "")); rec.Code != 503 || keys.refreshes != 2 {
-		t.Fatalf("keys not loaded: %d, %d refreshes", rec.Code, keys.refreshes)
+	if rec := doGet(t, s.handler, "/api/v1/me/", f.token(c, "")); rec.Code != 503 || keys.fetches != 2 {
+		t.Fatalf("keys not loaded: %d, %d fetches", rec.Code, keys.fetches)
 	}
 }

@@ -54,7 +54,7 @@ func (s *server) authenticate(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	claims, err := s.tokens.Verify(req.Token)
+	claims, err := s.tokens.VerifyContext(c.Request.Context(), req.Token)
 	if err != nil {
 		if errors.Is(err, accesstoken.ErrInvalidToken) {
 			s.fail(c, fmt.Errorf("%w: %w", errInvalidToken, err))
@@ -66,6 +66,13 @@ func (s *server) authenticate(c *gin.Context) {
 	adm, err := s.deps.Clients.AdmitAPI(c.Request.Context(), claims.ClientID, claims.Generation, s.cfg.RateLimitNow)
 	if err != nil {
 		s.fail(c, err)
+		return
+	}
+	switch {
+	case adm.Outcome != clients.Dead && adm.Description.Audience == clients.AudienceOperator:
+		// Operator clients call the admin API; their tokens are never
+		// accepted by the partner API (README: Admin API).
+		s.fail(c, fmt.Errorf("%w: operator client %s on the partner API", errInvalidToken, claims.ClientID))
 		return
 	}
 	switch adm.Outcome {

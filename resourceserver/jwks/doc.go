@@ -8,9 +8,11 @@
 // New returns anyway, KeySet answers ErrNotLoaded until the first fetch
 // succeeds, and the server reports itself not ready meanwhile.
 //
-// A token signed by a key the set does not hold is refused (401); the
-// verifier then calls RefreshSoon, which fetches again at most once per
-// Options.OnDemandInterval, so a key published since the last refresh is
-// picked up quickly while tokens with made-up key ids cannot make the server
-// fetch per request.
+// A token signed by a key the set does not hold makes the verifier call
+// FetchUnknownKey before it answers: the set is fetched again (one fetch at
+// a time, concurrent callers sharing it, at most one start per
+// Options.OnDemandInterval, each wait bounded by Options.OnDemandWait) and
+// the token verified again, so the first token of a newly published key
+// (a rotated signing key) is served, while tokens with made-up key ids
+// cannot make the server fetch more than once per interval.
 package jwks

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/lestrrat-go/httprc/v3"
@@ -21,7 +20,8 @@ import (
 const (
 	DefaultMinRefreshInterval = 30 * time.Second
 	DefaultMaxRefreshInterval = 15 * time.Minute
-	DefaultOnDemandInterval   = 10 * time.Second
+	DefaultOnDemandInterval   = 2 * time.Second
+	DefaultOnDemandWait       = 5 * time.Second
 	DefaultFetchTimeout       = 10 * time.Second
 )
 
@@ -39,9 +39,14 @@ type Options struct {
 	// MaxRefreshInterval is the longest a fetched set is kept, whatever
 	// its Cache-Control says.
 	MaxRefreshInterval time.Duration
-	// OnDemandInterval is the shortest time between two fetches asked for
-	// by RefreshSoon.
+	// OnDemandInterval is the shortest time between the starts of two
+	// fetches asked for by FetchUnknownKey or RefreshSoon: however many
+	// tokens with made-up key ids arrive, the token service is asked for
+	// its keys at most once per interval by each replica.
 	OnDemandInterval time.Duration
+	// OnDemandWait bounds how long FetchUnknownKey waits for its fetch
+	// (the rate limit's wait included).
+	OnDemandWait time.Duration
 	// Logger receives fetch failures (default: discarded).
 	Logger *slog.Logger
 }
@@ -55,12 +60,29 @@ type Source struct {
 	res      *httprc.ResourceBase[jwk.Set]
 	logger   *slog.Logger
 	onDemand time.Duration
-	// lastOnDemand is the UnixNano of the last fetch RefreshSoon started.
-	lastOnDemand atomic.Int64
-	// done is closed by Close: it ends fetches RefreshSoon started.
+	maxWait  time.Duration
+	// mu guards the fetches this Source starts itself (not the cache's
+	// scheduled ones): one at a time.
+	mu sync.Mutex
+	// running is the fetch under way (nil: none); last the latest ended.
+	running, last *fetch
+	// lastOnDemand is when the latest rate-limited fetch started.
+	lastOnDemand time.Time
+	// done is closed by Close: it ends the fetches this Source started.
 	done      chan struct{}
 	closeOnce sync.Once
 }
+
+// fetch is one fetch of the set that the Source started; done is closed
+// when it has ended, with err set.
+type fetch struct {
+	start time.Time
+	done  chan struct{}
+	err   error
+}
+
+// errClosed ends waits for a fetch after Close.
+var errClosed = errors.New("jwks: source closed")
 
 var _ accesstoken.KeySource = (*Source)(nil)
 
@@ -80,6 +102,9 @@ func New(ctx context.Context, url string, opt Options) (*Source, error) {
 	}
 	if opt.OnDemandInterval <= 0 {
 		opt.OnDemandInterval = DefaultOnDemandInterval
+	}
+	if opt.OnDemandWait <= 0 {
+		opt.OnDemandWait = DefaultOnDemandWait
 	}
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
@@ -111,7 +136,8 @@ func New(ctx context.Context, url string, opt Options) (*Source, error) {
 		_ = cache.Shutdown(context.Background())
 		return nil, fmt.Errorf("jwks: %w", err)
 	}
-	return &Source{url: url, cache: cache, res: res, logger: logger, onDemand: opt.OnDemandInterval, done: make(chan struct{})}, nil
+	return &Source{url: url, cache: cache, res: res, logger: logger, onDemand: opt.OnDemandInterval, maxWait: opt.OnDemandWait,
+		done: make(chan struct{})}, nil
 }
 
 // KeySet returns the last fetched set, or ErrNotLoaded (and asks for a
@@ -127,20 +153,95 @@ func (s *Source) KeySet() (jwk.Set, error) {
 // Ready reports whether a set has been fetched.
 func (s *Source) Ready() bool { return s.res.Resource() != nil }
 
-// RefreshSoon asks for the set to be fetched again, in the background, for
-// a token signed by a key the set does not hold yet (a key published since
-// the last fetch). It starts at most one fetch per OnDemandInterval, so
-// tokens with made-up key ids cannot make the server fetch per request.
+// FetchUnknownKey fetches the set for a token whose key id (kid) it does
+// not hold, and returns once a fetch that started after the call has ended:
+// nil when it succeeded (the set now is what the token service publishes),
+// its error otherwise, or ctx's when ctx ends first or OnDemandWait has
+// passed. The caller verifies the token again then and refuses it only if
+// its key is still unknown, so the first token of a key published since the
+// last fetch (a rotated signing key, after the token service restarted)
+// is served, never refused.
+//
+// One fetch at a time: callers share the one under way (one that started
+// before the call is waited for, then a new one started), and fetches start
+// at most once per OnDemandInterval, so tokens with made-up key ids cannot
+// make the replica fetch more often than that, whatever their number; they
+// wait for the next allowed fetch instead (at most OnDemandInterval plus
+// the fetch).
+func (s *Source) FetchUnknownKey(ctx context.Context, kid string) error {
+	since := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, s.maxWait)
+	defer cancel()
+	for {
+		f, wait := s.fetchAfter(since, true)
+		var ended <-chan struct{}
+		var allowed <-chan time.Time
+		if f != nil {
+			ended = f.done
+		} else {
+			t := time.NewTimer(wait)
+			defer t.Stop()
+			allowed = t.C
+		}
+		select {
+		case <-ended:
+			if !f.start.Before(since) {
+				return f.err
+			}
+			// A fetch that started before the call: it may have been
+			// answered before the key was published. Ask for ours.
+		case <-allowed: // the rate limit lets a fetch start
+		case <-ctx.Done():
+			return fmt.Errorf("jwks: wait for a fetch: %w", ctx.Err())
+		case <-s.done:
+			return errClosed
+		}
+	}
+}
+
+// RefreshSoon asks for the set to be fetched again, in the background,
+// when the rate limit of FetchUnknownKey allows it now (while no set is
+// loaded yet, see KeySet); it neither waits nor queues.
 func (s *Source) RefreshSoon() {
 	select {
 	case <-s.done:
 		return
 	default:
 	}
-	now := time.Now().UnixNano()
-	last := s.lastOnDemand.Load()
-	if now-last < int64(s.onDemand) || !s.lastOnDemand.CompareAndSwap(last, now) {
-		return
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.running == nil && !time.Now().Before(s.lastOnDemand.Add(s.onDemand)) {
+		s.startLocked(true)
+	}
+}
+
+// fetchAfter returns the fetch to wait for: the one under way, the last
+// one if it started at or after since, or one it starts now. When limited
+// and OnDemandInterval has not passed since the last rate-limited start, it
+// starts none and returns how long until it may.
+func (s *Source) fetchAfter(since time.Time, limited bool) (*fetch, time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.running != nil {
+		return s.running, 0
+	}
+	if s.last != nil && !s.last.start.Before(since) {
+		return s.last, 0
+	}
+	if limited {
+		if next := s.lastOnDemand.Add(s.onDemand); time.Now().Before(next) {
+			return nil, time.Until(next)
+		}
+	}
+	return s.startLocked(limited), 0
+}
+
+// startLocked starts a fetch; s.mu is held.
+func (s *Source) startLocked(limited bool) *fetch {
+	f := &fetch{start: time.Now(), done: make(chan struct{})}
+	s.running = f
+	if limited {
+		s.lastOnDemand = f.start
 	}
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), DefaultFetchTimeout)
@@ -152,25 +253,45 @@ func (s *Source) RefreshSoon() {
 			case <-ctx.Done():
 			}
 		}()
-		if _, err := s.cache.Refresh(ctx, s.url); err != nil && ctx.Err() == nil {
-			s.logger.LogAttrs(ctx, slog.LevelWarn, "refresh signing keys", slog.Any("error", err))
+		_, err := s.cache.Refresh(ctx, s.url)
+		if err != nil {
+			err = fmt.Errorf("jwks: refresh: %w", err)
+			if ctx.Err() == nil {
+				s.logger.LogAttrs(ctx, slog.LevelWarn, "refresh signing keys", slog.Any("error", err))
+			}
 		}
+		s.mu.Lock()
+		f.err, s.running, s.last = err, nil, f
+		s.mu.Unlock()
+		close(f.done)
 	}()
+	return f
 }
 
 // Refresh fetches the set now, whatever its cache lifetime and the
-// on-demand rate limit say: for a notice that the keys changed (a
-// withdrawn key, see package keywithdrawal), which only operators cause.
+// on-demand rate limit say (after the fetch under way, if any: one at a
+// time): for a notice that the keys changed (a withdrawn key, see package
+// keywithdrawal), which only operators cause.
 func (s *Source) Refresh(ctx context.Context) error {
-	select {
-	case <-s.done:
-		return nil
-	default:
+	since := time.Now()
+	for {
+		select {
+		case <-s.done:
+			return nil
+		default:
+		}
+		f, _ := s.fetchAfter(since, false)
+		select {
+		case <-f.done:
+			if !f.start.Before(since) {
+				return f.err
+			}
+		case <-ctx.Done():
+			return fmt.Errorf("jwks: refresh: %w", ctx.Err())
+		case <-s.done:
+			return nil
+		}
 	}
-	if _, err := s.cache.Refresh(ctx, s.url); err != nil {
-		return fmt.Errorf("jwks: refresh: %w", err)
-	}
-	return nil
 }
 
 // Close stops the background fetching. It may be called more than once.

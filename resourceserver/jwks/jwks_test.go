@@ -186,3 +186,105 @@ func TestSourceClose(t *testing.T) {
 		t.Errorf("second Close: %v", err)
 	}
 }
+
+// FetchUnknownKey returns once a fetch that started after the call has
+// ended, with the new key in the set; 200 concurrent callers share one
+// fetch; a flood of calls for made-up kids over 1.2 s starts at most one
+// fetch per OnDemandInterval, every caller waiting for the next one rather
+// than failing.
+func TestSourceFetchUnknownKey(t *testing.T) {
+	srv := newJWKSServer(t)
+	old := keySet(t)
+	srv.serve(t, old)
+	const interval = 300 * time.Millisecond
+	src := newSource(t, srv.URL, interval)
+	eventually(t, "keys loaded", src.Ready)
+	time.Sleep(interval) // the first fetch's own rate-limit slot
+
+	newKey, err := accesstoken.GenerateKey(accesstoken.AlgEdDSA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := old.Rotated(newKey, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.serve(t, next)
+	before := srv.fetches.Load()
+	var wg sync.WaitGroup
+	var failed atomic.Int32
+	for range 200 {
+		wg.Go(func() {
+			if err := src.FetchUnknownKey(t.Context(), next.SigningKeyID()); err != nil {
+				failed.Add(1)
+			}
+			set, _ := src.KeySet()
+			if _, ok := set.LookupKeyID(next.SigningKeyID()); !ok {
+				failed.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if n, f := srv.fetches.Load()-before, failed.Load(); n < 1 || n > 2 || f != 0 {
+		t.Errorf("200 concurrent callers: %d fetches, %d without the new key; want 1 or 2, and 0", n, f)
+	}
+
+	// A flood of made-up kids: at most one fetch per interval.
+	before = srv.fetches.Load()
+	start := time.Now()
+	var calls atomic.Int32
+	var flood sync.WaitGroup
+	for range 16 {
+		flood.Go(func() {
+			for time.Since(start) < 1200*time.Millisecond {
+				if err := src.FetchUnknownKey(t.Context(), "made-up"); err != nil {
+					failed.Add(1)
+				}
+				calls.Add(1)
+			}
+		})
+	}
+	flood.Wait()
+	elapsed := time.Since(start)
+	n := srv.fetches.Load() - before
+	t.Logf("%d calls for made-up kids in %v: %d fetches (interval %v)", calls.Load(), elapsed.Round(time.Millisecond), n, interval)
+	if max := int32(elapsed/interval) + 1; n > max || n < 2 || failed.Load() != 0 {
+		t.Errorf("%d fetches in %v (at most %d), %d failed calls", n, elapsed, max, failed.Load())
+	}
+}
+
+// FetchUnknownKey waits at most OnDemandWait: a JWKS that does not answer
+// is an error in bounded time, and a failing one an error at once.
+func TestSourceFetchUnknownKeyBounded(t *testing.T) {
+	srv := newJWKSServer(t)
+	srv.serve(t, keySet(t))
+	src, err := New(context.Background(), srv.URL, Options{MinRefreshInterval: time.Hour,
+		OnDemandInterval: time.Millisecond, OnDemandWait: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = src.Close(context.Background()) })
+	eventually(t, "keys loaded", src.Ready)
+	srv.serve(t, nil) // 503
+	if err := src.FetchUnknownKey(t.Context(), "x"); err == nil {
+		t.Error("a failed fetch: nil error")
+	}
+	hang := make(chan struct{})
+	t.Cleanup(func() { close(hang) })
+	stuck := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-hang:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(stuck.Close)
+	src2, err := New(context.Background(), stuck.URL, Options{OnDemandWait: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = src2.Close(context.Background()) })
+	start := time.Now()
+	if err := src2.FetchUnknownKey(t.Context(), "x"); err == nil || time.Since(start) > time.Second {
+		t.Errorf("unanswered JWKS: %v after %v, want an error after about 200ms", err, time.Since(start))
+	}
+}

@@ -22,6 +22,12 @@
 // deploy/prometheus load, and that every series the Grafana dashboard and
 // the alerts read exists.
 //
+// TestFreeze (long) stops a Cluster's and a Sentinel group's primary with
+// SIGSTOP for 1.5 s and 5 s under load and checks that every request is
+// answered within 2 s (200, or 503 with Retry-After); TestReshard (long)
+// moves a live client's slot between primaries under load and checks that
+// no request fails.
+//
 // The tests need redis-server and caddy (and prometheus for TestMetrics). Under CI=true a missing one is a
 // failure; otherwise the test is skipped. go test -short skips it too.
 package topology

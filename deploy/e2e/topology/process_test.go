@@ -51,6 +51,7 @@ type server struct {
 	*process
 	base    string // http://127.0.0.1:PORT
 	metrics string // host:port of its /metrics listener
+	admin   string // http://127.0.0.1:PORT of its admin API (authserver)
 }
 
 func (s *server) String() string { return fmt.Sprintf("%s (%s)", s.Name, s.base) }

@@ -4,6 +4,7 @@ package topology
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -56,17 +57,27 @@ func clientKey(prefix, id string) string { return prefix + "{" + id + "}:client"
 
 // TestReplicaNotConfirmed cuts the link between the primary holding a
 // client and its replica (the replica stopped, its connection killed, as in
-// the lost-rotation report) and runs `authserver clients rotate-secret`:
-// it must exit 3 within the confirmation timeout and say the change is not
-// confirmed, without printing a secret. Once the replica is back, the same
-// command succeeds.
+// the lost-rotation report) and changes credentials as an operator would:
+//
+//   - `authserver clients rotate-secret` exits 3 within the confirmation
+//     timeout, says how many replicas acknowledged and how many the primary
+//     has, and prints the new secret, which is the one that works now (the
+//     rotation took effect on the primary: the old secret is dead);
+//   - `authserver clients create` exits 3 and prints the client with its
+//     secret, which works; one client exists, not two;
+//   - the admin API answers the same rotation 202 with the new secret and
+//     the same warning, and a retry with its Idempotency-Key replays it
+//     instead of rotating again.
+//
+// Once the replica is back, the same command exits 0.
 func TestReplicaNotConfirmed(t *testing.T) {
 	requireCommand(t, "caddy")
 	for _, rt := range redistest.Topologies(t) {
 		t.Run(rt.Name(), func(t *testing.T) {
-			top := &topology{home: t.TempDir(), bin: builtServers(t), redisURL: rt.URL(), prefix: testPrefix(t, rt.URL())}
-			top.cli(t, "orgs", "create", "--slug", testOrg, "--name", "Replica test", "--environment", "live")
+			top := startTopologyOn(t, 1, 1, rt.URL(), testPrefix(t, rt.URL()))
+			_, admin := top.newOperator(t, false)
 			c := top.createClient(t, "events.subscribe")
+			oldToken := top.token(t, c, basicAuth)
 
 			primary := rt.PrimaryFor(t, clientKey(top.prefix, c.ID))
 			replicas := rt.ReplicasOf(t, primary)
@@ -76,7 +87,7 @@ func TestReplicaNotConfirmed(t *testing.T) {
 			cutReplicas(t, primary, replicas)
 
 			start := time.Now()
-			stdout, stderr, code := top.cliStatus(t, "clients", "rotate-secret", c.ID)
+			stdout, stderr, code := top.cliStatus(t, "clients", "rotate-secret", c.ID, "--json")
 			took := time.Since(start)
 			t.Logf("rotate-secret with the replica cut off: exit %d after %v: %s", code, took.Round(time.Millisecond), strings.TrimSpace(stderr))
 			if code != 3 {
@@ -85,19 +96,53 @@ func TestReplicaNotConfirmed(t *testing.T) {
 			if took > redisconn.DefaultConfirmTimeout+3*time.Second {
 				t.Errorf("the command took %v, want about the confirmation timeout (%v)", took, redisconn.DefaultConfirmTimeout)
 			}
-			for _, want := range []string{"no replica confirmed the change", "a failover could still undo it", "clients show"} {
+			for _, want := range []string{"no replica confirmed the change", "confirmed by 0 of the 1 replica(s) required within 2s",
+				"the primary has only 0 replica(s) connected", "the secret printed above is the one that works now", "do not run this command again"} {
 				if !strings.Contains(stderr, want) {
 					t.Errorf("stderr lacks %q: %s", want, stderr)
 				}
 			}
-			if strings.Contains(stdout+stderr, "svc_cs_") {
-				t.Errorf("an unconfirmed rotation printed a secret:\n%s%s", stdout, stderr)
+			var rotated credentials
+			if err := json.Unmarshal([]byte(stdout), &rotated); err != nil || rotated.ID != c.ID || rotated.Secret == "" {
+				t.Fatalf("an unconfirmed rotation printed no secret: %q (%v)", stdout, err)
+			}
+			top.wantMeStatus(t, top.edge, oldToken, http.StatusUnauthorized)
+			top.wantInvalidClient(t, c)
+			top.wantMe(t, top.edge, top.token(t, rotated, basicAuth), c.ID)
+
+			// The same through the admin API: 202, the secret in force, and
+			// a retry with the key replays it.
+			key := "c0ffee00-1234-4567-89ab-cdef01234567"
+			a := admin.call("POST", "/admin/v1/clients/"+c.ID+"/rotate-secret", nil, "Idempotency-Key", key)
+			warning, _ := a.object(t)["warning"].(string)
+			apiSecret, _ := a.object(t)["client_secret"].(string)
+			if a.status != 202 || apiSecret == "" || !strings.Contains(warning, "confirmed by 0 of the 1 replica(s) required") {
+				t.Fatalf("admin API rotation with the replica cut off: %d %s", a.status, a.body)
+			}
+			if again := admin.call("POST", "/admin/v1/clients/"+c.ID+"/rotate-secret", nil, "Idempotency-Key", key); string(again.body) != string(a.body) {
+				t.Fatalf("retry with the key: %d %s", again.status, again.body)
+			}
+			top.wantMe(t, top.edge, top.token(t, credentials{ID: c.ID, Secret: apiSecret}, basicAuth), c.ID)
+
+			// A create (on Sentinel, where every key has the one primary cut
+			// off): exit 3, the client printed with its secret, which works,
+			// and one client made, not two.
+			if rt.Name() == "sentinel" {
+				stdout, stderr, code := top.cliStatus(t, "clients", "create", "--org", testOrg, "--name", "unconfirmed create", "--audience", "pharma", "--json")
+				var made credentials
+				if err := json.Unmarshal([]byte(stdout), &made); code != 3 || err != nil || made.Secret == "" || !strings.Contains(stderr, "do not run this command again") {
+					t.Fatalf("unconfirmed create: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+				}
+				top.wantMe(t, top.edge, top.token(t, made, basicAuth), made.ID)
+				if n := strings.Count(string(top.cli(t, "clients", "list", "--org", testOrg, "--json")), `"unconfirmed create"`); n != 1 {
+					t.Fatalf("%d clients named \"unconfirmed create\", want 1", n)
+				}
 			}
 
 			resumeReplicas(t, rt, primary, replicas)
-			rotated := top.cliCredentials(t, "clients", "rotate-secret", c.ID)
-			if rotated.ID != c.ID {
-				t.Fatalf("rotate-secret printed %+v", rotated)
+			again := top.cliCredentials(t, "clients", "rotate-secret", c.ID)
+			if again.ID != c.ID {
+				t.Fatalf("rotate-secret printed %+v", again)
 			}
 		})
 	}

@@ -160,8 +160,15 @@ func (top *topology) startServerOn(t *testing.T, port int, name string, env []st
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	// Every replica's metrics on a port of its own, as on separate hosts.
 	metricsAddr := "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
-	p := startProcess(t, name, env, filepath.Join(top.bin, bin), append([]string{"serve", "--addr", addr, "--metrics-addr", metricsAddr}, args...)...)
-	return &server{process: p, base: "http://" + addr, metrics: metricsAddr}
+	flags := []string{"serve", "--addr", addr, "--metrics-addr", metricsAddr}
+	var admin string
+	if bin == "authserver" {
+		admin = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+		flags = append(flags, "--admin-addr", admin)
+		admin = "http://" + admin
+	}
+	p := startProcess(t, name, env, filepath.Join(top.bin, bin), append(flags, args...)...)
+	return &server{process: p, base: "http://" + addr, metrics: metricsAddr, admin: admin}
 }
 
 // startEdge runs caddy with deploy/Caddyfile, the file the compose edge

@@ -1,0 +1,369 @@
+package adminapi
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/partnerapi/authplatform/authserver/operations"
+	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/keywithdrawal"
+)
+
+//go:embed openapi.json
+var openAPIDocument []byte
+
+// OpenAPI returns the admin API's OpenAPI 3.1 document.
+func OpenAPI() []byte { return bytes.Clone(openAPIDocument) }
+
+func (s *Server) handleOpenAPI(context.Context, *http.Request, []byte) (int, any, error) {
+	return http.StatusOK, json.RawMessage(openAPIDocument), nil
+}
+
+// decode reads a JSON object body into v: unknown members, a second value
+// or trailing bytes are refused.
+func decode(body []byte, v any) error {
+	if len(body) == 0 {
+		return invalid("a JSON object body is required")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var syntax *json.SyntaxError
+		var typ *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &syntax):
+			return invalid("the body is not valid JSON")
+		case errors.As(err, &typ):
+			return invalid(fmt.Sprintf("member %q must be a %s", typ.Field, typ.Type))
+		default:
+			return invalid("the body does not fit: " + err.Error())
+		}
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return invalid("the body must hold one JSON object")
+	}
+	return nil
+}
+
+// noBody refuses a body where an operation takes none.
+func noBody(body []byte) error {
+	if len(body) > 0 {
+		return invalid("this operation takes no body")
+	}
+	return nil
+}
+
+type list[T any] struct {
+	Items []T `json:"items"`
+}
+
+// page is a page of a listing; NextCursor is omitted on the last page.
+type page[T any] struct {
+	Items      []T    `json:"items"`
+	NextCursor string `json:"next_cursor,omitempty"`
+}
+
+// pageQuery reads limit (1-500, default 100) and cursor.
+func pageQuery(q url.Values) (limit int, cursor string, err error) {
+	limit = 100
+	if v := q.Get("limit"); v != "" {
+		n, perr := strconv.Atoi(v)
+		if perr != nil || n < 1 || n > operations.MaxPageSize {
+			return 0, "", invalid(fmt.Sprintf("limit must be a whole number from 1 to %d", operations.MaxPageSize))
+		}
+		limit = n
+	}
+	if v := q.Get("cursor"); v != "" {
+		raw, derr := base64.RawURLEncoding.DecodeString(v)
+		if derr != nil || len(raw) == 0 {
+			return 0, "", invalid("cursor is not one this API gave")
+		}
+		cursor = string(raw)
+	}
+	return limit, cursor, nil
+}
+
+func nextCursor(last string) string { return base64.RawURLEncoding.EncodeToString([]byte(last)) }
+
+// org is an organisation as answered, with its URL.
+type org struct{ clients.Org }
+
+func (o org) Location() string { return Prefix + "/orgs/" + o.Slug }
+
+func (s *Server) handleListOrgs(ctx context.Context, r *http.Request, _ []byte) (int, any, error) {
+	orgs, err := s.deps.Ops.ListOrgs(ctx)
+	return http.StatusOK, list[clients.Org]{Items: orgs}, err
+}
+
+type createOrgRequest struct {
+	Slug        string `json:"slug"`
+	Name        string `json:"name"`
+	Environment string `json:"environment"`
+}
+
+func (s *Server) handleCreateOrg(ctx context.Context, r *http.Request, body []byte) (int, any, error) {
+	var req createOrgRequest
+	if err := decode(body, &req); err != nil {
+		return 0, nil, err
+	}
+	o, err := s.deps.Ops.CreateOrg(ctx, clients.OrgSpec{Slug: req.Slug, Name: req.Name, Environment: req.Environment})
+	if err != nil && !errors.Is(err, clients.ErrNotReplicated) {
+		return 0, nil, err
+	}
+	return http.StatusCreated, org{o}, err
+}
+
+func (s *Server) handleGetOrg(ctx context.Context, r *http.Request, _ []byte) (int, any, error) {
+	o, err := s.deps.Ops.GetOrg(ctx, r.PathValue("slug"))
+	return http.StatusOK, o, err
+}
+
+func (s *Server) handleOrgAudit(ctx context.Context, r *http.Request, _ []byte) (int, any, error) {
+	entries, err := s.deps.Ops.OrgAudit(ctx, r.PathValue("slug"))
+	return http.StatusOK, list[clients.AuditEntry]{Items: entries}, err
+}
+
+func (s *Server) handleListClients(ctx context.Context, r *http.Request, _ []byte) (int, any, error) {
+	q := r.URL.Query()
+	limit, after, err := pageQuery(q)
+	if err != nil {
+		return 0, nil, err
+	}
+	p, err := s.deps.Ops.ListClientPage(ctx, q.Get("org"), after, limit)
+	if err != nil {
+		return 0, nil, err
+	}
+	out := page[clients.Client]{Items: p.Clients}
+	if out.Items == nil {
+		out.Items = []clients.Client{}
+	}
+	if p.More && len(p.Clients) > 0 {
+		out.NextCursor = nextCursor(p.Clients[len(p.Clients)-1].ID)
+	}
+	return http.StatusOK, out, nil
+}
+
+type createClientRequest struct {
+	OrgSlug            string   `json:"organization_slug"`
+	Name               string   `json:"name"`
+	Audience           string   `json:"audience"`
+	Scopes             []string `json:"scopes"`
+	RateLimitPerMinute *int64   `json:"rate_limit_per_minute"`
+}
+
+// clientWithSecret is a created or rotated client, with its URL.
+type clientWithSecret struct{ operations.WithSecret }
+
+func (c clientWithSecret) Location() string { return Prefix + "/clients/" + c.ID }
+
+func (s *Server) handleCreateClient(ctx context.Context, r *http.Request, body []byte) (int, any, error) {
+	var req createClientRequest
+	if err := decode(body, &req); err != nil {
+		return 0, nil, err
+	}
+	spec := clients.ClientSpec{OrgSlug: req.OrgSlug, Name: req.Name, Audience: req.Audience, Scopes: req.Scopes}
+	if req.RateLimitPerMinute != nil {
+		if err := operations.CheckLimit("rate_limit_per_minute", *req.RateLimitPerMinute); err != nil {
+			return 0, nil, err
+		}
+		spec.RateLimitPerMinute = *req.RateLimitPerMinute
+	}
+	c, err := s.deps.Ops.CreateClient(ctx, spec)
+	return withSecretResult(http.StatusCreated, c, err)
+}
+
+// withSecretResult answers a created or rotated client: with its secret
+// even when the replicas did not confirm the change.
+func withSecretResult(status int, c operations.WithSecret, err error) (int, any, error) {
+	if c.ClientSecret == "" {
+		if err == nil {
+			err = errors.New("adminapi: no secret")
+		}
+		return 0, nil, err
+	}
+	return status, clientWithSecret{c}, err
+}
+
+func (s *Server) handleGetClient(ctx context.Context, r *http.Request, _ []byte) (int, any, error) {
+	c, err := s.deps.Ops.GetClient(ctx, r.PathValue("client_id"))
+	return http.StatusOK, c, err
+}
+
+func (s *Server) handleRotateSecret(ctx context.Context, r *http.Request, body []byte) (int, any, error) {
+	if err := noBody(body); err != nil {
+		return 0, nil, err
+	}
+	c, err := s.deps.Ops.RotateSecret(ctx, r.PathValue("client_id"))
+	status, v, err := withSecretResult(http.StatusOK, c, err)
+	if v != nil {
+		v = rotated{v.(clientWithSecret).WithSecret} // 200: no Location
+	}
+	return status, v, err
+}
+
+// rotated is a rotated client: the same body as a created one.
+type rotated struct{ operations.WithSecret }
+
+// changed answers a client after a change: the client, or, when the
+// replicas did not confirm it, the client with the error.
+func changed(c clients.Client, err error) (int, any, error) {
+	if err != nil && (!errors.Is(err, clients.ErrNotReplicated) || c.ID == "") {
+		return 0, nil, err
+	}
+	return http.StatusOK, c, err
+}
+
+func (s *Server) handleRevoke(ctx context.Context, r *http.Request, body []byte) (int, any, error) {
+	if err := noBody(body); err != nil {
+		return 0, nil, err
+	}
+	return changed(s.deps.Ops.Revoke(ctx, r.PathValue("client_id")))
+}
+
+type rateLimitRequest struct {
+	RateLimitPerMinute      *int64 `json:"rate_limit_per_minute"`
+	TokenRateLimitPerMinute *int64 `json:"token_rate_limit_per_minute"`
+}
+
+func (s *Server) handleSetRateLimit(token bool) handlerFunc {
+	member := "rate_limit_per_minute"
+	if token {
+		member = "token_rate_limit_per_minute"
+	}
+	return func(ctx context.Context, r *http.Request, body []byte) (int, any, error) {
+		var req rateLimitRequest
+		if err := decode(body, &req); err != nil {
+			return 0, nil, err
+		}
+		n := req.RateLimitPerMinute
+		other := req.TokenRateLimitPerMinute
+		if token {
+			n, other = other, n
+		}
+		if n == nil || other != nil {
+			return 0, nil, invalid("the body must be {\"" + member + "\": N}")
+		}
+		if err := operations.CheckLimit(member, *n); err != nil {
+			return 0, nil, err
+		}
+		return changed(s.deps.Ops.SetRateLimit(ctx, r.PathValue("client_id"), *n, token))
+	}
+}
+
+func (s *Server) handleClientAudit(ctx context.Context, r *http.Request, _ []byte) (int, any, error) {
+	entries, err := s.deps.Ops.ClientAudit(ctx, r.PathValue("client_id"))
+	return http.StatusOK, list[clients.AuditEntry]{Items: entries}, err
+}
+
+// keys is the signing key state this replica serves.
+type keys struct {
+	SigningKID string   `json:"signing_kid"`
+	Kids       []string `json:"kids"`
+	Withdrawn  []string `json:"withdrawn"`
+}
+
+func (s *Server) keyState(ctx context.Context) (keys, error) {
+	withdrawn, err := s.deps.Ops.Withdrawn(ctx)
+	if err != nil {
+		return keys{}, err
+	}
+	return keys{SigningKID: s.deps.Keys.SigningKeyID(), Kids: s.deps.Keys.PublishedKeyIDs(), Withdrawn: withdrawn}, nil
+}
+
+func (s *Server) handleListKeys(ctx context.Context, r *http.Request, _ []byte) (int, any, error) {
+	k, err := s.keyState(ctx)
+	return http.StatusOK, k, err
+}
+
+type withdrawal struct {
+	Withdrawn string `json:"withdrawn"`
+	Version   int64  `json:"version"`
+	Note      string `json:"note"`
+}
+
+func (s *Server) handleWithdrawKey(ctx context.Context, r *http.Request, body []byte) (int, any, error) {
+	if err := noBody(body); err != nil {
+		return 0, nil, err
+	}
+	kid := r.PathValue("kid")
+	if !s.published(kid) {
+		return 0, nil, fmt.Errorf("key %q: %w", kid, clients.ErrNotFound)
+	}
+	v, err := s.deps.Ops.WithdrawKey(ctx, kid, s.deps.Keys.SigningKeyID())
+	if v == 0 {
+		return 0, nil, err
+	}
+	w := withdrawal{Withdrawn: kid, Version: v,
+		Note: "every server refuses the key's tokens within seconds; remove it from the key files too ('authserver keys withdraw --file FILE " + kid + "', harmless to run again)"}
+	switch {
+	case errors.Is(err, keywithdrawal.ErrNotReplicated):
+		err = fmt.Errorf("%w: %w", clients.ErrNotReplicated, err)
+	case err != nil: // recorded, but the notification failed: servers see it at their next poll
+		w.Note = err.Error() + "; " + w.Note
+		err = nil
+	}
+	return http.StatusOK, w, err
+}
+
+func (s *Server) published(kid string) bool {
+	for _, k := range s.deps.Keys.PublishedKeyIDs() {
+		if k == kid {
+			return true
+		}
+	}
+	return false
+}
+
+type seeded struct {
+	Organization clients.Org    `json:"organization"`
+	Clients      []seededClient `json:"clients"`
+	Note         string         `json:"note"`
+}
+
+type seededClient struct {
+	clients.Client
+	ClientSecret string `json:"client_secret,omitempty"`
+}
+
+func (s *Server) handleSeedSandbox(ctx context.Context, r *http.Request, body []byte) (int, any, error) {
+	if err := noBody(body); err != nil {
+		return 0, nil, err
+	}
+	o, list, err := s.deps.Ops.SeedSandbox(ctx)
+	if len(list) == 0 {
+		if err == nil {
+			err = errors.New("adminapi: nothing seeded")
+		}
+		return 0, nil, err
+	}
+	out := seeded{Organization: o, Note: "sandbox: demo data only, never real patients"}
+	for _, c := range list {
+		out.Clients = append(out.Clients, seededClient{c.Client, c.Secret})
+	}
+	return http.StatusOK, out, err
+}
+
+func (s *Server) handleAdminAudit(ctx context.Context, r *http.Request, _ []byte) (int, any, error) {
+	limit, before, err := pageQuery(r.URL.Query())
+	if err != nil {
+		return 0, nil, err
+	}
+	entries, err := s.audit.read(ctx, before, limit)
+	if err != nil {
+		return 0, nil, err
+	}
+	out := page[AuditEntry]{Items: entries}
+	if len(entries) == limit {
+		out.NextCursor = nextCursor(entries[len(entries)-1].ID)
+	}
+	return http.StatusOK, out, nil
+}

@@ -1,0 +1,267 @@
+package adminapi
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/partnerapi/authplatform/authserver/operations"
+	"github.com/partnerapi/authplatform/pkg/accesstoken"
+	"github.com/partnerapi/authplatform/pkg/clientip"
+	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/httpserver"
+	"github.com/partnerapi/authplatform/pkg/metrics"
+)
+
+// Config configures the admin API.
+type Config struct {
+	// Trust names the proxies whose X-Forwarded-For and X-Request-Id count
+	// (the caller's address is audited).
+	Trust clientip.Trust
+	// KeyPrefix starts the Redis keys of idempotency records and the admin
+	// audit stream ("" in production).
+	KeyPrefix string
+	// RateNow is the clock of the operators' rate limits (nil: Redis's).
+	RateNow func() time.Time
+	// Now is the clock of audit entries (nil: time.Now).
+	Now func() time.Time
+}
+
+// tokenVerifier checks a token's signature and claims (the token
+// service's own keys, less the withdrawn ones).
+type tokenVerifier interface {
+	VerifyToken(token string) (*accesstoken.Claims, error)
+}
+
+// admitter checks a token's client state and counts the call against the
+// operator's limit (clients.Store.AdmitAPI).
+type admitter interface {
+	AdmitAPI(ctx context.Context, id string, generation int64, now func() time.Time) (clients.APIAdmission, error)
+}
+
+// keyInfo tells which keys the service signs with and publishes.
+type keyInfo interface {
+	SigningKeyID() string
+	PublishedKeyIDs() []string
+}
+
+// Deps are what the admin API talks to.
+type Deps struct {
+	Ops    *operations.Service
+	Tokens tokenVerifier
+	Admit  admitter
+	Keys   keyInfo
+	// Redis holds idempotency records and the admin audit stream.
+	Redis redis.UniversalClient
+}
+
+// Server is the admin API's HTTP handler.
+type Server struct {
+	log     *slog.Logger
+	cfg     Config
+	deps    Deps
+	idem    *idempotency
+	audit   *auditLog
+	mux     *http.ServeMux
+	handler http.Handler
+}
+
+// NewServer wires the admin API.
+func NewServer(logger *slog.Logger, cfg Config, deps Deps) (*Server, error) {
+	if deps.Ops == nil || deps.Tokens == nil || deps.Admit == nil || deps.Keys == nil || deps.Redis == nil {
+		return nil, errors.New("adminapi: operations, token verifier, admitter, keys and Redis are required")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Server{log: logger, cfg: cfg, deps: deps, mux: http.NewServeMux(),
+		idem:  &idempotency{rdb: deps.Redis, prefix: cfg.KeyPrefix, ttl: IdempotencyTTL, lockTTL: idempotencyLockTTL},
+		audit: &auditLog{rdb: deps.Redis, key: cfg.KeyPrefix + "{admin}:audit", now: cfg.Now}}
+	for _, rt := range s.routes() {
+		s.mux.Handle(rt.method+" "+rt.pattern, s.endpoint(rt))
+	}
+	s.handler = httpserver.Base{Logger: logger, Trust: cfg.Trust}.Wrap(http.HandlerFunc(s.dispatch))
+	return s, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// dispatch routes with the ServeMux but answers its 404 and 405 as
+// problems (it writes them in plain text), and labels metrics with the
+// matched pattern, never the raw path.
+func (s *Server) dispatch(w http.ResponseWriter, r *http.Request) {
+	h, pattern := s.mux.Handler(r)
+	if pattern == "" {
+		c := &captured{header: http.Header{}}
+		h.ServeHTTP(c, r)
+		if c.status == http.StatusMethodNotAllowed {
+			p := newProblem(http.StatusMethodNotAllowed, "method_not_allowed", "method "+r.Method+" is not allowed here")
+			writeProblem(w, r, s.log, p.with("Allow", c.header.Get("Allow")), nil)
+			return
+		}
+		writeProblem(w, r, s.log, errNotFoundRoute(), nil)
+		return
+	}
+	// "GET /admin/v1/orgs/{slug}": the method is a label of its own.
+	_, path, _ := strings.Cut(pattern, " ")
+	metrics.SetRoute(r.Context(), path)
+	s.mux.ServeHTTP(w, r)
+}
+
+// captured keeps what the ServeMux's own 404 or 405 would have written.
+type captured struct {
+	header http.Header
+	status int
+}
+
+func (c *captured) Header() http.Header         { return c.header }
+func (c *captured) Write(b []byte) (int, error) { return len(b), nil }
+func (c *captured) WriteHeader(status int)      { c.status = status }
+
+// access is what a route needs of its caller.
+type access int
+
+const (
+	public access = iota // no token (the OpenAPI document)
+	read                 // admin.read
+	write                // admin.write
+)
+
+// route is one endpoint.
+type route struct {
+	method  string
+	pattern string
+	access  access
+	handle  handlerFunc
+}
+
+// handlerFunc runs one operation for an authenticated caller and returns
+// what to answer: a status and a body, or an error (problemOf maps it). A
+// change the replicas did not confirm returns its body AND the error: it
+// is answered 202 with the body and a warning.
+type handlerFunc func(ctx context.Context, r *http.Request, body []byte) (int, any, error)
+
+// endpoint wraps an operation: authentication and scope, body, the
+// idempotency key, the operation, the answer and the audit entry.
+func (s *Server) endpoint(rt route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		if rt.access == public {
+			status, v, err := rt.handle(ctx, r, nil)
+			s.answer(w, r, status, v, err)
+			return
+		}
+		op, p := s.authenticate(ctx, r)
+		if p != nil {
+			writeProblem(w, r, s.log, p, p)
+			if op != nil {
+				s.record(ctx, r, op, p.Status, false)
+			}
+			return
+		}
+		if p := authorize(op, rt.access); p != nil {
+			writeProblem(w, r, s.log, p, nil)
+			s.record(ctx, r, op, p.Status, false)
+			return
+		}
+		body, p := readBody(r)
+		if p != nil {
+			writeProblem(w, r, s.log, p, nil)
+			s.record(ctx, r, op, p.Status, false)
+			return
+		}
+		ctx = clients.WithActor(ctx, op.actor(r))
+		if r.Method == http.MethodPost && r.Header.Get(IdempotencyKeyHeader) != "" {
+			status := s.idempotent(ctx, w, r, op, body, rt.handle)
+			s.record(ctx, r, op, status, status < 0)
+			return
+		}
+		status, v, err := rt.handle(ctx, r, body)
+		status = s.answer(w, r, status, v, err)
+		s.record(ctx, r, op, status, false)
+	})
+}
+
+// answer writes what an operation returned and returns the status sent.
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, status int, v any, err error) int {
+	a, p := render(status, v, err)
+	if p != nil {
+		writeProblem(w, r, s.log, p, err)
+		return p.Status
+	}
+	if a.location != "" {
+		w.Header().Set("Location", a.location)
+	}
+	writeRaw(w, a.status, "application/json", a.body)
+	return a.status
+}
+
+// rendered is an answer ready to send (and to keep for an idempotent
+// replay).
+type rendered struct {
+	status   int
+	location string
+	body     []byte
+}
+
+// render turns an operation's result into an answer, or a problem. A
+// change the replicas did not confirm (clients.ErrNotReplicated) with a
+// result is 202 Accepted: it took effect on the primary, and its body (a
+// new secret included) is the one that holds now, with a "warning" member
+// saying what the replicas said.
+func render(status int, v any, err error) (rendered, *problem) {
+	if err != nil && !(errors.Is(err, clients.ErrNotReplicated) && v != nil) {
+		return rendered{}, problemOf(err)
+	}
+	a := rendered{status: status}
+	if l, ok := v.(located); ok {
+		a.location = l.Location()
+	}
+	var merr error
+	if err != nil {
+		a.status = http.StatusAccepted
+		a.body, merr = withWarning(v, err.Error()+"; the result above is in force now: do not repeat the request without its Idempotency-Key; read the resource again once a replica answers")
+	} else {
+		a.body, merr = marshal(v)
+	}
+	if merr != nil {
+		return rendered{}, newProblem(http.StatusInternalServerError, "internal", "internal error")
+	}
+	return a, nil
+}
+
+// located is a created resource that names its URL (Location, RFC 9110
+// section 10.2.2).
+type located interface{ Location() string }
+
+// readBody reads a JSON object body, if any: POST and PUT bodies must be
+// application/json; an empty body is no body.
+func readBody(r *http.Request) ([]byte, *problem) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return nil, newProblem(http.StatusRequestEntityTooLarge, "too_large", "the body exceeds 64 KiB")
+		}
+		return nil, invalid("the body could not be read")
+	}
+	if len(body) == 0 {
+		return nil, nil
+	}
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "application/json" {
+		return nil, errMediaType()
+	}
+	return body, nil
+}

@@ -1,0 +1,13 @@
+// Package operations holds every operator action on the registry and the
+// signing keys, once, for the two ways operators reach them: the authserver
+// command line (talking to Redis directly) and the admin HTTP API (package
+// adminapi). Each action validates its input, applies the rules that are
+// not the registry's own (limits of at least 1, an unknown organisation is
+// an error and not an empty listing, the signing key is never withdrawn)
+// and returns the registry's errors unchanged, so that each caller maps
+// them to its own exit status or HTTP status in one place.
+//
+// A change the Redis replicas did not confirm (clients.ErrNotReplicated)
+// comes back WITH its result: the change took effect on the primary, and a
+// new secret is the only one that works now, so it is never dropped.
+package operations

@@ -1,0 +1,215 @@
+package operations
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/keywithdrawal"
+)
+
+// Service runs operator actions. Its zero value is not usable: Registry is
+// required; Withdrawals only for WithdrawKey.
+type Service struct {
+	Registry    *clients.Store
+	Withdrawals *keywithdrawal.Store
+}
+
+// ErrInvalid marks bad input; errors.Is(err, clients.ErrInvalid) holds too.
+var ErrInvalid = clients.ErrInvalid
+
+// CheckLimit is the one rule for every per-minute limit: a whole number of
+// at least 1 (and at most clients.MaxRateLimitPerMinute).
+func CheckLimit(what string, n int64) error {
+	if n < 1 {
+		return fmt.Errorf("%w: %s %d: a limit must be at least 1 request per minute", ErrInvalid, what, n)
+	}
+	if n > clients.MaxRateLimitPerMinute {
+		return fmt.Errorf("%w: %s %d: a limit must be at most %d requests per minute", ErrInvalid, what, n, clients.MaxRateLimitPerMinute)
+	}
+	return nil
+}
+
+// WithSecret is a client with its secret: the one time the secret is shown.
+type WithSecret struct {
+	clients.Client
+	ClientSecret string `json:"client_secret"`
+}
+
+// CreateOrg creates an organisation.
+func (s *Service) CreateOrg(ctx context.Context, spec clients.OrgSpec) (clients.Org, error) {
+	return s.Registry.CreateOrg(ctx, spec)
+}
+
+// ListOrgs lists every organisation, by slug.
+func (s *Service) ListOrgs(ctx context.Context) ([]clients.Org, error) {
+	return s.Registry.ListOrgs(ctx)
+}
+
+// GetOrg reads one organisation.
+func (s *Service) GetOrg(ctx context.Context, slug string) (clients.Org, error) {
+	return s.Registry.GetOrg(ctx, slug)
+}
+
+// CreateClient creates a partner client. A client the replicas did not
+// confirm comes back with its secret and the error.
+func (s *Service) CreateClient(ctx context.Context, spec clients.ClientSpec) (WithSecret, error) {
+	if spec.Audience == clients.AudienceOperator || spec.OrgSlug == clients.OperatorOrgSlug {
+		return WithSecret{}, fmt.Errorf("%w: operator clients are made with 'authserver operators create', not as partner clients", ErrInvalid)
+	}
+	if spec.RateLimitPerMinute != 0 {
+		if err := CheckLimit("rate limit", spec.RateLimitPerMinute); err != nil {
+			return WithSecret{}, err
+		}
+	}
+	c, secret, err := s.Registry.CreateClient(ctx, spec)
+	return withSecret(c, secret, err)
+}
+
+// CreateOperator creates an operator client (a caller of the admin API).
+func (s *Service) CreateOperator(ctx context.Context, spec clients.OperatorSpec) (WithSecret, error) {
+	c, secret, err := s.Registry.CreateOperator(ctx, spec)
+	return withSecret(c, secret, err)
+}
+
+// RotateSecret gives a client a new secret; every earlier token dies. A
+// rotation the replicas did not confirm comes back with the new secret and
+// the error: the rotation took effect, the old secret is dead and the new
+// one is the only one that works.
+func (s *Service) RotateSecret(ctx context.Context, id string) (WithSecret, error) {
+	c, secret, err := s.Registry.RotateSecret(ctx, id)
+	return withSecret(c, secret, err)
+}
+
+func withSecret(c clients.Client, secret string, err error) (WithSecret, error) {
+	if secret == "" {
+		return WithSecret{}, err
+	}
+	return WithSecret{Client: c, ClientSecret: secret}, err
+}
+
+// Revoke ends a client for good.
+func (s *Service) Revoke(ctx context.Context, id string) (clients.Client, error) {
+	return s.Registry.Revoke(ctx, id)
+}
+
+// SetRateLimit sets a client's API requests per minute, or its token
+// requests per minute when token is true.
+func (s *Service) SetRateLimit(ctx context.Context, id string, perMinute int64, token bool) (clients.Client, error) {
+	if err := CheckLimit("rate limit", perMinute); err != nil {
+		return clients.Client{}, err
+	}
+	if token {
+		return s.Registry.SetTokenRateLimit(ctx, id, perMinute)
+	}
+	return s.Registry.SetRateLimit(ctx, id, perMinute)
+}
+
+// GetClient reads one client (never a secret).
+func (s *Service) GetClient(ctx context.Context, id string) (clients.Client, error) {
+	return s.Registry.GetClient(ctx, id)
+}
+
+// ListClients lists every client, or one organisation's (an unknown
+// organisation is ErrNotFound, not an empty list), oldest first.
+func (s *Service) ListClients(ctx context.Context, orgSlug string) ([]clients.Client, error) {
+	return s.Registry.ListClients(ctx, orgSlug)
+}
+
+// MaxPageSize bounds one page of ListClientPage.
+const MaxPageSize = 500
+
+// ListClientPage lists one page of clients in client id order, after the
+// client id after.
+func (s *Service) ListClientPage(ctx context.Context, orgSlug, after string, limit int) (clients.ClientPage, error) {
+	if limit < 1 || limit > MaxPageSize {
+		return clients.ClientPage{}, fmt.Errorf("%w: limit %d: must be 1-%d", ErrInvalid, limit, MaxPageSize)
+	}
+	return s.Registry.ListClientPage(ctx, orgSlug, after, limit)
+}
+
+// ClientAudit returns a client's audit entries, oldest first; an unknown
+// client is ErrNotFound, not an empty trail.
+func (s *Service) ClientAudit(ctx context.Context, id string) ([]clients.AuditEntry, error) {
+	if _, err := s.Registry.GetClient(ctx, id); err != nil {
+		return nil, err
+	}
+	return s.Registry.ClientAudit(ctx, id)
+}
+
+// OrgAudit returns an organisation's own entries and those of each of its
+// clients, oldest first (ties in client id order); an unknown organisation
+// is ErrNotFound.
+func (s *Service) OrgAudit(ctx context.Context, slug string) ([]clients.AuditEntry, error) {
+	if _, err := s.Registry.GetOrg(ctx, slug); err != nil {
+		return nil, err
+	}
+	out, err := s.Registry.OrgAudit(ctx, slug)
+	if err != nil {
+		return nil, err
+	}
+	list, err := s.Registry.ListClients(ctx, slug)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range list {
+		entries, err := s.Registry.ClientAudit(ctx, c.ID)
+		if err != nil {
+			return nil, err
+		}
+		for i := range entries {
+			entries[i].ID = c.ID + ":" + entries[i].ID
+			entries[i].Org = slug
+		}
+		out = append(out, entries...)
+	}
+	slices.SortStableFunc(out, func(a, b clients.AuditEntry) int {
+		return cmp.Or(a.At.Compare(b.At), cmp.Compare(a.ClientID, b.ClientID))
+	})
+	return out, nil
+}
+
+// SeedSandbox creates, idempotently, the sandbox organisation and its demo
+// clients.
+func (s *Service) SeedSandbox(ctx context.Context) (clients.Org, []clients.SeededClient, error) {
+	return s.Registry.SeedSandbox(ctx)
+}
+
+// ErrSigningKey refuses to withdraw the key that signs: promote or rotate
+// to another first.
+var ErrSigningKey = errors.New("the signing key cannot be withdrawn: make another key the signing key first ('keys generate --rotate' or 'keys promote')")
+
+// WithdrawKey withdraws a published key on every server (package
+// keywithdrawal) unless it is signingKID. It returns the withdrawal version.
+func (s *Service) WithdrawKey(ctx context.Context, kid, signingKID string) (int64, error) {
+	if kid == "" {
+		return 0, fmt.Errorf("%w: a key id is required", ErrInvalid)
+	}
+	if kid == signingKID {
+		return 0, fmt.Errorf("%w: %w", ErrInvalid, ErrSigningKey)
+	}
+	if s.Withdrawals == nil {
+		return 0, errors.New("operations: no withdrawal store")
+	}
+	return s.Withdrawals.Withdraw(ctx, kid)
+}
+
+// Withdrawn returns the withdrawn key ids, sorted.
+func (s *Service) Withdrawn(ctx context.Context) ([]string, error) {
+	if s.Withdrawals == nil {
+		return nil, errors.New("operations: no withdrawal store")
+	}
+	st, err := s.Withdrawals.Read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	kids := make([]string, 0, len(st.Kids))
+	for k := range st.Kids {
+		kids = append(kids, k)
+	}
+	slices.Sort(kids)
+	return kids, nil
+}

@@ -1,0 +1,182 @@
+package redisconn_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/partnerapi/authplatform/pkg/redisconn"
+	"github.com/partnerapi/authplatform/pkg/redistest"
+)
+
+// budgetSlack is what a loaded machine may add to the command budget.
+const budgetSlack = 700 * time.Millisecond
+
+// TestBudgetFrozenNode stops a node (SIGSTOP) and sends it more commands at
+// once than the pool has connections: every one must fail within the
+// command budget (a read, a pool wait and a retry included), and the client
+// must work again once the node is continued.
+func TestBudgetFrozenNode(t *testing.T) {
+	s := redistest.StartServer(t)
+	rdb := open(t, s.URL())
+	ctx := t.Context()
+	if err := rdb.Set(ctx, "budget", "x", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	s.Freeze()
+	defer s.Thaw()
+	const n = 50 // the pool has 10 connections per core
+	var wg sync.WaitGroup
+	took := make([]time.Duration, n)
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			errs[i] = rdb.Get(ctx, "budget").Err()
+			took[i] = time.Since(start)
+		}()
+	}
+	wg.Wait()
+	for i := range n {
+		if errs[i] == nil {
+			t.Fatalf("GET on a frozen node succeeded")
+		}
+		if took[i] > redisconn.DefaultCommandBudget+budgetSlack {
+			t.Errorf("GET on a frozen node failed after %v (%v), want within %v", took[i], errs[i], redisconn.DefaultCommandBudget)
+		}
+	}
+	t.Logf("frozen node: %d GETs failed after %v to %v: %v", n, slices.Min(took), slices.Max(took), errs[0])
+	s.Thaw()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := rdb.Get(ctx, "budget").Err()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET after the thaw: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// A caller's shorter deadline is kept.
+	s.Freeze()
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if err := rdb.Get(short, "budget").Err(); err == nil || time.Since(start) > 200*time.Millisecond+budgetSlack {
+		t.Errorf("GET with a 200 ms deadline on a frozen node: %v after %v", err, time.Since(start))
+	}
+}
+
+// twoKeys reads KEYS[1] and names KEYS[2], which does not exist: while its
+// slot is moving, Redis refuses it with TRYAGAIN on both nodes (some keys
+// present, some missing), as it refuses the token service's script.
+var twoKeys = redis.NewScript(`return redis.call('GET', KEYS[1])`)
+
+// TestClusterTryAgain moves a slot on a real Cluster while a script with a
+// missing key runs on it in a loop: the slot's window (held open 200 ms on
+// each side of the MIGRATE) must cost latency, never an error. Then a slot
+// left MIGRATING/IMPORTING longer than the budget must give TRYAGAIN within
+// the budget, not hold the caller.
+func TestClusterTryAgain(t *testing.T) {
+	c := redistest.StartCluster(t)
+	rdb := open(t, c.URL())
+	ctx := t.Context()
+	present, missing := "{tryagain}:present", "{tryagain}:missing"
+	if err := rdb.Set(ctx, present, "x", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	slot := c.KeySlot(t, present)
+	from := c.PrimaryFor(t, present)
+	var to *redistest.Server
+	for _, p := range c.Primaries(t) {
+		if p != from {
+			to = p
+			break
+		}
+	}
+
+	stop := make(chan struct{})
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		runs    int
+		slowest time.Duration
+		failed  []error
+	)
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				start := time.Now()
+				v, err := twoKeys.Run(ctx, rdb, []string{present, missing}).Text()
+				took := time.Since(start)
+				mu.Lock()
+				runs++
+				slowest = max(slowest, took)
+				if err != nil || v != "x" {
+					failed = append(failed, errors.Join(err, errors.New("value "+v)))
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	time.Sleep(100 * time.Millisecond)
+	m := c.MoveSlot(t, slot, to, 200*time.Millisecond)
+	time.Sleep(100 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	t.Logf("%v: %d runs, slowest %v, %d failed", m, runs, slowest, len(failed))
+	for i, err := range failed {
+		if i == 3 {
+			break
+		}
+		t.Errorf("script failed during the move: %v", err)
+	}
+	if slowest < 200*time.Millisecond {
+		t.Errorf("slowest run %v: no run met the window", slowest)
+	}
+
+	// A window longer than the budget: TRYAGAIN, within the budget.
+	src, dst := redis.NewClient(&redis.Options{Addr: to.Addr()}), redis.NewClient(&redis.Options{Addr: from.Addr()})
+	defer src.Close()
+	defer dst.Close()
+	srcID, dstID := src.Do(ctx, "cluster", "myid").Val(), dst.Do(ctx, "cluster", "myid").Val()
+	if err := dst.Do(ctx, "cluster", "setslot", slot, "importing", srcID).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Do(ctx, "cluster", "setslot", slot, "migrating", dstID).Err(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	err := twoKeys.Run(ctx, rdb, []string{present, missing}).Err()
+	took := time.Since(start)
+	for _, cl := range []*redis.Client{src, dst} {
+		if err := cl.Do(ctx, "cluster", "setslot", slot, "stable").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("slot left moving: %v after %v", err, took.Round(time.Millisecond))
+	if !redis.IsTryAgainError(err) {
+		t.Errorf("script on a slot left moving: %v, want TRYAGAIN", err)
+	}
+	if took < redisconn.DefaultCommandBudget/2 || took > redisconn.DefaultCommandBudget+budgetSlack {
+		t.Errorf("script on a slot left moving failed after %v, want after about %v", took, redisconn.DefaultCommandBudget)
+	}
+	if v, err := twoKeys.Run(ctx, rdb, []string{present, missing}).Text(); err != nil || v != "x" {
+		t.Errorf("script after the slot is stable again: %q, %v", v, err)
+	}
+}
