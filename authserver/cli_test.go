@@ -198,7 +198,7 @@ func TestJSONOutput(t *testing.T) {
 	for k := range created {
 		keys = append(keys, k)
 	}
-	want := "audience client_id client_secret created_at credential_generation environment name organization_name organization_slug rate_limit_per_minute scopes status token_rate_limit_per_minute updated_at"
+	want := "audience auth_method client_id client_secret created_at credential_generation environment name organization_name organization_slug rate_limit_per_minute scopes secrets status token_rate_limit_per_minute updated_at"
 	if got := strings.Join(sortedStrings(keys), " "); got != want {
 		t.Errorf("clients create --json fields:\n%s\nwant\n%s", got, want)
 	}

@@ -43,7 +43,7 @@ type tokenVerifier interface {
 // admitter checks a token's client state and counts the call against the
 // operator's limit (clients.Store.AdmitAPI).
 type admitter interface {
-	AdmitAPI(ctx context.Context, id string, generation int64, now func() time.Time) (clients.APIAdmission, error)
+	AdmitAPI(ctx context.Context, t clients.TokenRef, now func() time.Time) (clients.APIAdmission, error)
 }
 
 // keyInfo tells which keys the service signs with and publishes.

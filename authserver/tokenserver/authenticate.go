@@ -2,6 +2,7 @@ package tokenserver
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -45,26 +46,54 @@ import (
 //     keeps the ceiling from telling which ids exist (neither the answer
 //     nor what an attempt leaves of the ceiling differs). A request with
 //     valid credentials is never refused by it.
-func (s *Server) authenticate(ctx context.Context, r *http.Request, req *clientRequest, token bool) (clients.Authentication, error) {
+//
+// A client assertion (private_key_jwt) is verified here against the
+// client's keys, cached in memory, and then goes through the same script:
+// its jti is marked used there, and a wrong or replayed one is a failure
+// like a wrong secret, under the same limits (RFC 7521 section 4.2.1). A
+// check (introspection) names a token of the caller whose standing is read
+// in the same round trip.
+func (s *Server) authenticate(ctx context.Context, r *http.Request, req *clientRequest, token bool, check *clients.TokenRef) (clients.Authentication, error) {
 	if !req.Client.Present {
 		return clients.Authentication{}, errInvalidClient
 	}
 	httpserver.Annotate(ctx, slog.String("client_id", loggableID(req.Client.ID)))
-	if !s.secretForm(ctx, req.Client.Secret) {
+	attempt := clients.Attempt{
+		ClientID: req.Client.ID, Secret: req.Client.Secret, Address: limitKey(s.cfg.Trust.Of(r)),
+		FailureLimit: s.cfg.FailuresPerMinute, RepeatLimit: s.cfg.RepeatedFailuresPerMinute, Token: token, Now: s.cfg.RateNow,
+		Check: check,
+	}
+	if req.Client.Assertion != "" {
+		httpserver.Annotate(ctx, slog.String("auth_method", clients.AuthPrivateKeyJWT))
+	} else if !s.secretForm(ctx, req.Client.Secret) {
 		// Refused before any lookup, answered as any invalid_client and
 		// counted, like any invalid_client, against the address.
 		return clients.Authentication{}, errUnknownClient
 	}
-	attempt := clients.Attempt{
-		ClientID: req.Client.ID, Secret: req.Client.Secret, Address: limitKey(s.cfg.Trust.Of(r)),
-		FailureLimit: s.cfg.FailuresPerMinute, RepeatLimit: s.cfg.RepeatedFailuresPerMinute, Token: token, Now: s.cfg.RateNow,
-	}
 	if token {
 		attempt.Scope, attempt.BadScope = requestedScope(req.Params.Get("scope"))
 	}
-	a, err := s.reg.Authenticate(ctx, attempt)
-	if err != nil {
-		return a, err
+	var a clients.Authentication
+	// An assertion checked against keys the client no longer has is
+	// checked again with its keys reloaded, once.
+	for try := 0; try < 2; try++ {
+		if req.Client.Assertion != "" {
+			as, err := s.checkAssertion(ctx, req.Client, try > 0)
+			if err != nil {
+				return clients.Authentication{}, err
+			}
+			attempt.Assertion = as
+		}
+		var err error
+		if a, err = s.reg.Authenticate(ctx, attempt); err != nil {
+			return a, err
+		}
+		if a.Outcome != clients.StaleKeys {
+			break
+		}
+	}
+	if a.Outcome == clients.StaleKeys {
+		return a, fmt.Errorf("%w: client %s: keys changed twice during one authentication", clients.ErrUnavailable, req.Client.ID)
 	}
 	if a.Repeated {
 		// A secret this address already had refused for this client: most

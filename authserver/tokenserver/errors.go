@@ -54,7 +54,7 @@ func toOAuth(err error) (*oauthError, http.Header) {
 			return errTooManyFailures, retryAfterHeader(sd.retryAfter)
 		}
 		return errSlowDown, retryAfterHeader(sd.retryAfter)
-	case clients.IsUnavailable(err):
+	case clients.IsUnavailable(err) || errors.Is(err, clients.ErrNotReplicated):
 		h := http.Header{}
 		h.Set("Retry-After", strconv.Itoa(unavailableRetryAfter))
 		return errTemporarilyUnavailable, h

@@ -2,6 +2,8 @@ package tokenserver
 
 import (
 	"net/http"
+
+	"github.com/partnerapi/authplatform/pkg/clients"
 )
 
 // introspection is an active token's description (RFC 7662 section 2.2).
@@ -31,9 +33,17 @@ func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 		s.refuse(ctx, w, r, credentials{}, err)
 		return
 	}
+	// The token is verified first (no I/O), so that the round trip that
+	// authenticates the caller also reads whether its token still stands:
+	// the secret it came from still held, not revoked (RFC 7009).
+	claims, verr := s.keys.Load().verifier.Verify(req.Params.Get("token"))
+	var check *clients.TokenRef
+	if verr == nil && claims.ClientID == req.Client.ID {
+		check = &clients.TokenRef{ClientID: claims.ClientID, Generation: claims.Generation, SecretID: claims.CredentialID(), ID: claims.ID}
+	}
 	// The caller authenticates on the token endpoint's path, so unknown,
 	// wrong-secret and revoked callers look alike.
-	auth, err := s.authenticate(ctx, r, req, false)
+	auth, err := s.authenticate(ctx, r, req, false, check)
 	if err != nil {
 		s.refuse(ctx, w, r, req.Client, err)
 		return
@@ -43,10 +53,9 @@ func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The caller's own credential, checked above, is active; its token is
-	// live exactly when it carries the same credential generation (a
-	// rotation or revocation raised it), so no second read is needed.
-	claims, err := s.keys.Load().verifier.Verify(req.Params.Get("token"))
-	if err != nil || claims.ClientID != req.Client.ID || claims.Generation != auth.Generation {
+	// live when it carries the same credential generation (a rotation or
+	// revocation of the client raised it) and still stands.
+	if check == nil || claims.Generation != auth.Generation || !auth.TokenAlive {
 		writeJSON(w, http.StatusOK, noStore(), inactive)
 		return
 	}

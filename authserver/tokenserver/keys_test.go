@@ -160,10 +160,15 @@ func TestMetadata(t *testing.T) {
 		"token_endpoint": "https://auth.example.test/api/v1/oauth/token/",
 		"jwks_uri": "https://auth.example.test/.well-known/jwks.json",
 		"introspection_endpoint": "https://auth.example.test/api/v1/oauth/introspect/",
+		"revocation_endpoint": "https://auth.example.test/api/v1/oauth/revoke/",
 		"grant_types_supported": ["client_credentials"],
 		"response_types_supported": [],
-		"token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
-		"introspection_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
+		"token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "private_key_jwt"],
+		"token_endpoint_auth_signing_alg_values_supported": ["ES256", "ES384", "RS256", "RS384", "PS256", "EdDSA"],
+		"introspection_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "private_key_jwt"],
+		"introspection_endpoint_auth_signing_alg_values_supported": ["ES256", "ES384", "RS256", "RS384", "PS256", "EdDSA"],
+		"revocation_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "private_key_jwt"],
+		"revocation_endpoint_auth_signing_alg_values_supported": ["ES256", "ES384", "RS256", "RS384", "PS256", "EdDSA"],
 		"scopes_supported": ["programme.metrics.read", "events.subscribe", "patients.read", "referrals.write"],
 		"service_documentation": "https://auth.example.test/llms.txt"
 	}`)

@@ -13,36 +13,50 @@ import (
 const (
 	PathToken      = "/api/v1/oauth/token/"
 	PathIntrospect = "/api/v1/oauth/introspect/"
+	PathRevoke     = "/api/v1/oauth/revoke/"
 	PathJWKS       = "/.well-known/jwks.json"
 	PathMetadata   = "/.well-known/oauth-authorization-server"
 )
 
 // metadata is the authorization server metadata (RFC 8414 section 2).
 type metadata struct {
-	Issuer                                    string   `json:"issuer"`
-	TokenEndpoint                             string   `json:"token_endpoint"`
-	JWKSURI                                   string   `json:"jwks_uri"`
-	IntrospectionEndpoint                     string   `json:"introspection_endpoint"`
-	GrantTypesSupported                       []string `json:"grant_types_supported"`
-	ResponseTypesSupported                    []string `json:"response_types_supported"`
-	TokenEndpointAuthMethodsSupported         []string `json:"token_endpoint_auth_methods_supported"`
-	IntrospectionEndpointAuthMethodsSupported []string `json:"introspection_endpoint_auth_methods_supported"`
-	ScopesSupported                           []string `json:"scopes_supported"`
-	ServiceDocumentation                      string   `json:"service_documentation"`
+	Issuer                                             string   `json:"issuer"`
+	TokenEndpoint                                      string   `json:"token_endpoint"`
+	JWKSURI                                            string   `json:"jwks_uri"`
+	IntrospectionEndpoint                              string   `json:"introspection_endpoint"`
+	RevocationEndpoint                                 string   `json:"revocation_endpoint"`
+	GrantTypesSupported                                []string `json:"grant_types_supported"`
+	ResponseTypesSupported                             []string `json:"response_types_supported"`
+	TokenEndpointAuthMethodsSupported                  []string `json:"token_endpoint_auth_methods_supported"`
+	TokenEndpointAuthSigningAlgValuesSupported         []string `json:"token_endpoint_auth_signing_alg_values_supported"`
+	IntrospectionEndpointAuthMethodsSupported          []string `json:"introspection_endpoint_auth_methods_supported"`
+	IntrospectionEndpointAuthSigningAlgValuesSupported []string `json:"introspection_endpoint_auth_signing_alg_values_supported"`
+	RevocationEndpointAuthMethodsSupported             []string `json:"revocation_endpoint_auth_methods_supported"`
+	RevocationEndpointAuthSigningAlgValuesSupported    []string `json:"revocation_endpoint_auth_signing_alg_values_supported"`
+	ScopesSupported                                    []string `json:"scopes_supported"`
+	ServiceDocumentation                               string   `json:"service_documentation"`
 }
 
 func buildMetadata(issuer string) ([]byte, error) {
 	base := strings.TrimSuffix(issuer, "/")
-	auth := []string{"client_secret_basic", "client_secret_post"}
+	// RFC 8414 section 2 and RFC 7523 section 2.2 (private_key_jwt);
+	// revocation_endpoint of RFC 7009, named in RFC 8414 section 2.
+	auth := []string{"client_secret_basic", "client_secret_post", clients.AuthPrivateKeyJWT}
+	algs := clients.AssertionAlgorithms
 	data, err := json.Marshal(metadata{
 		Issuer:                            issuer,
 		TokenEndpoint:                     base + PathToken,
 		JWKSURI:                           base + PathJWKS,
 		IntrospectionEndpoint:             base + PathIntrospect,
+		RevocationEndpoint:                base + PathRevoke,
 		GrantTypesSupported:               []string{"client_credentials"},
 		ResponseTypesSupported:            []string{},
 		TokenEndpointAuthMethodsSupported: auth,
-		IntrospectionEndpointAuthMethodsSupported: auth,
+		TokenEndpointAuthSigningAlgValuesSupported:         algs,
+		IntrospectionEndpointAuthMethodsSupported:          auth,
+		IntrospectionEndpointAuthSigningAlgValuesSupported: algs,
+		RevocationEndpointAuthMethodsSupported:             auth,
+		RevocationEndpointAuthSigningAlgValuesSupported:    algs,
 		ScopesSupported:      clients.AllScopes,
 		ServiceDocumentation: base + "/llms.txt",
 	})

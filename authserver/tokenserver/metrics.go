@@ -7,8 +7,10 @@ import "net/http"
 type recorder interface {
 	// TokenIssued counts an access token issued.
 	TokenIssued()
-	// Refused counts a refused request of endpoint ("token" or
-	// "introspect") by its OAuth error code.
+	// TokenRevoked counts an access token revoked (RFC 7009).
+	TokenRevoked()
+	// Refused counts a refused request of endpoint ("token",
+	// "introspect" or "revoke") by its OAuth error code.
 	Refused(endpoint, reason string)
 	// TokenCache counts a lookup of introspection's verified-token cache.
 	TokenCache(hit bool)
@@ -18,13 +20,17 @@ type recorder interface {
 type noMetrics struct{}
 
 func (noMetrics) TokenIssued()        {}
+func (noMetrics) TokenRevoked()       {}
 func (noMetrics) Refused(_, _ string) {}
 func (noMetrics) TokenCache(bool)     {}
 
 // endpointOf names r's endpoint for the refusal count.
 func endpointOf(r *http.Request) string {
-	if r.URL.Path == PathToken {
+	switch r.URL.Path {
+	case PathToken:
 		return "token"
+	case PathRevoke:
+		return "revoke"
 	}
 	return "introspect"
 }

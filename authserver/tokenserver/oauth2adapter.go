@@ -145,7 +145,7 @@ func (g *generator) Token(_ context.Context, data *oauth2.GenerateBasic, _ bool)
 	if issuer == nil { // the signing key is withdrawn
 		return "", "", errNoSigningKey
 	}
-	token, _, err := issuer.Issue(accesstoken.Grant{ClientID: a.id, Scope: granted, Generation: a.auth.Generation, Now: g.now()})
+	token, _, err := issuer.Issue(accesstoken.Grant{ClientID: a.id, Scope: granted, Generation: a.auth.Generation, SecretID: a.auth.SecretID, Now: g.now()})
 	if err != nil {
 		return "", "", err
 	}

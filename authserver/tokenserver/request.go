@@ -48,6 +48,9 @@ type credentials struct {
 	Secret string
 	// Basic is true when they came in the Authorization header.
 	Basic bool
+	// Assertion is a JWT client assertion (private_key_jwt, RFC 7523
+	// section 2.2) presented instead of a secret; ID is then its "sub".
+	Assertion string
 	// Present is false when the request carried no client authentication.
 	Present bool
 }
@@ -206,6 +209,9 @@ func parseJSONObject(body []byte) (url.Values, error) {
 // error (RFC 6749 section 2.3); a body client_id equal to the Basic id is
 // tolerated, as some clients send it.
 func parseCredentials(auth []string, params url.Values) (credentials, error) {
+	if params.Has("client_assertion") || params.Has("client_assertion_type") {
+		return parseAssertion(auth, params)
+	}
 	formID, formSecret := params.Get("client_id"), params.Get("client_secret")
 	hasForm := params.Has("client_id") || params.Has("client_secret")
 	if len(auth) > 1 {
@@ -238,6 +244,35 @@ func parseCredentials(auth []string, params url.Values) (credentials, error) {
 		return credentials{}, invalidRequest("use one client authentication method: HTTP Basic or client_id and client_secret in the body, not both")
 	}
 	return credentials{ID: id, Secret: secret, Basic: true, Present: true}, nil
+}
+
+// parseAssertion reads client authentication by a JWT assertion (RFC 7521
+// section 4.2, RFC 7523 section 2.2): client_assertion_type must be the
+// JWT bearer type and client_assertion present; client_id, if sent, must
+// name the assertion's subject. Combined with a secret (Basic or
+// client_secret), it is an error (RFC 6749 section 2.3). An assertion whose
+// subject is not a client id is an invalid_client, counted as any.
+func parseAssertion(auth []string, params url.Values) (credentials, error) {
+	switch {
+	case len(auth) > 0 || params.Has("client_secret"):
+		return credentials{}, invalidRequest("use one client authentication method: a client assertion or a secret, not both")
+	case params.Get("client_assertion_type") == "":
+		return credentials{}, invalidRequest("client_assertion_type is required with client_assertion")
+	case params.Get("client_assertion") == "":
+		return credentials{}, invalidRequest("client_assertion is required with client_assertion_type")
+	case params.Get("client_assertion_type") != AssertionType:
+		return credentials{}, &oauthError{Status: http.StatusUnauthorized, Code: "invalid_client",
+			Description: "client_assertion_type must be " + AssertionType}
+	}
+	raw := params.Get("client_assertion")
+	id, ok := assertionSubject(raw)
+	if !ok {
+		return credentials{}, errUnknownClient
+	}
+	if params.Has("client_id") && params.Get("client_id") != id {
+		return credentials{}, invalidRequest("client_id does not name the client assertion's subject")
+	}
+	return credentials{ID: id, Assertion: raw, Present: true}, nil
 }
 
 // errUnsupportedAuth: an Authorization scheme other than Basic.

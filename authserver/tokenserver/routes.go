@@ -18,6 +18,7 @@ func (s *Server) routes() []route {
 	return []route{
 		{http.MethodPost, PathToken, s.handleToken},
 		{http.MethodPost, PathIntrospect, s.handleIntrospect},
+		{http.MethodPost, PathRevoke, s.handleRevoke},
 		{http.MethodGet, PathJWKS, s.handleJWKS},
 		{http.MethodGet, PathMetadata, publicDocument(s.meta)},
 		{http.MethodGet, "/healthz", s.handleHealthz},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -46,6 +47,9 @@ type Config struct {
 	// off, they are refused like any secret whose checksum fails. It is the
 	// operator's transition switch until every such client was rotated.
 	AcceptLegacySecrets bool
+	// JWKS is what clients' jwks_uri may be (private_key_jwt): https and
+	// public addresses only, unless the operator allows otherwise.
+	JWKS JWKSPolicy
 	// Now is the clock for token times (nil: time.Now).
 	Now func() time.Time
 	// RateNow is the clock of the rate limits (nil: the Redis server's).
@@ -106,6 +110,10 @@ type Server struct {
 	metrics recorder
 	meta    []byte
 	mux     http.Handler
+	// assertionKeys caches clients' public keys (private_key_jwt);
+	// audiences are the "aud" values a client assertion may carry.
+	assertionKeys *assertionKeys
+	audiences     []string
 }
 
 // NewServer wires the token service.
@@ -140,6 +148,12 @@ func NewServer(logger *slog.Logger, cfg Config, deps Deps) (*Server, error) {
 		return nil, err
 	}
 	s.ready, s.meta = deps.Ready, meta
+	if s.assertionKeys, err = newAssertionKeys(deps.Registry, cfg.Now, cfg.JWKS); err != nil {
+		return nil, err
+	}
+	// RFC 7523 section 3: the issuer identifier (draft rfc7523bis) or the
+	// token endpoint's URL.
+	s.audiences = []string{cfg.Issuer, strings.TrimSuffix(cfg.Issuer, "/") + PathToken}
 	if err := s.UseKeys(deps.Keys, nil); err != nil {
 		return nil, err
 	}

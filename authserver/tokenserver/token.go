@@ -3,6 +3,7 @@ package tokenserver
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/go-oauth2/oauth2/v4"
 
@@ -12,6 +13,8 @@ import (
 // registry is what the token service needs of the client registry.
 type registry interface {
 	Authenticate(ctx context.Context, a clients.Attempt) (clients.Authentication, error)
+	ClientKeys(ctx context.Context, id string) (clients.ClientKeys, error)
+	RevokeToken(ctx context.Context, t clients.TokenRef, expires time.Time) error
 }
 
 // handleToken serves POST /api/v1/oauth/token/ (RFC 6749 sections 4.4, 5):
@@ -34,7 +37,7 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 		s.refuse(ctx, w, r, req.Client, errUnsupportedGrant)
 		return
 	}
-	auth, err := s.authenticate(ctx, r, req, true)
+	auth, err := s.authenticate(ctx, r, req, true, nil)
 	if err != nil {
 		s.refuse(ctx, w, r, req.Client, err)
 		return

@@ -25,10 +25,24 @@ type Claims struct {
 	ID         string `json:"jti"`
 	Scope      string `json:"scope"`
 	Generation int64  `json:"gen"`
+	// SecretID is the id of the client secret the token was issued for
+	// ("secret_id", a private claim): retiring that secret kills the token
+	// (README: Rotation without downtime). Tokens issued before secrets
+	// had ids carry none, and belong to secret 1 (CredentialID).
+	SecretID int64 `json:"secret_id,omitempty"`
 	// NotBefore is "nbf" (RFC 7519 section 4.1.5). The issuer never sets
 	// it; a token that carries one is refused before that time, less
 	// Leeway.
 	NotBefore int64 `json:"nbf,omitempty"`
+}
+
+// CredentialID is the id of the secret the token came from: SecretID, or 1
+// when it carries none.
+func (c *Claims) CredentialID() int64 {
+	if c.SecretID == 0 {
+		return 1
+	}
+	return c.SecretID
 }
 
 // Scopes returns the token's scopes as a list, never nil.

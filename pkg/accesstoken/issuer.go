@@ -49,7 +49,10 @@ type Grant struct {
 	ClientID   string
 	Scope      string
 	Generation int64
-	Now        time.Time
+	// SecretID is the id of the secret the client authenticated with
+	// (Claims.SecretID; 0 or 1 leave the claim out).
+	SecretID int64
+	Now      time.Time
 }
 
 // Issue signs a token for g and returns it with its claims.
@@ -69,6 +72,9 @@ func (is *Issuer) Issue(g Grant) (string, Claims, error) {
 		ID:         base64.RawURLEncoding.EncodeToString(jti[:]),
 		Scope:      g.Scope,
 		Generation: g.Generation,
+	}
+	if g.SecretID > 1 {
+		c.SecretID = g.SecretID
 	}
 	payload, err := json.Marshal(&c)
 	if err != nil {

@@ -137,7 +137,7 @@ func (v *Verifier) verifySignature(token string) (*Claims, string, error) {
 	if c.Audience != v.audience {
 		return nil, "", ErrAudience
 	}
-	if c.ClientID == "" || c.Subject != c.ClientID || c.ID == "" || c.ExpiresAt == 0 || c.IssuedAt == 0 || c.Generation <= 0 {
+	if c.ClientID == "" || c.Subject != c.ClientID || c.ID == "" || c.ExpiresAt == 0 || c.IssuedAt == 0 || c.Generation <= 0 || c.SecretID < 0 {
 		return nil, "", ErrClaims
 	}
 	// 0 < exp - iat <= Lifetime. iat > 0 and exp > iat keep the subtraction
@@ -170,7 +170,7 @@ func (v *Verifier) CheckTime(c *Claims) error {
 // members this package reads, and the claims of Claims.
 var (
 	headerNames = []string{"alg", "kid", "typ", "crit", "b64", "jku", "jwk", "x5u", "x5c", "cty"}
-	claimNames  = []string{"iss", "sub", "client_id", "aud", "iat", "exp", "jti", "scope", "gen", "nbf"}
+	claimNames  = []string{"iss", "sub", "client_id", "aud", "iat", "exp", "jti", "scope", "gen", "nbf", "secret_id"}
 )
 
 // strictMembers reports whether obj is a JSON object of at most MaxMembers

@@ -3,6 +3,7 @@ package clients
 import (
 	"context"
 	"crypto/sha256"
+	_ "embed"
 	"encoding/hex"
 	"fmt"
 	"slices"
@@ -38,18 +39,15 @@ const (
 	Limited
 )
 
-// authenticateScript authenticates a client by the digest of the secret it
-// presents and, for a token request, checks the requested scope and counts
-// the request, all in one round trip. KEYS: record, token log, failure log
-// of the presenting address for this client, the tags of the wrong secrets
-// that address presented for this client, the log of their repeats. ARGV:
-// digest (raw), digest (hex, for records written before digests were
-// stored raw), 'token' or 'caller', requested scope bits (-1: every scope
-// held, -2: a scope that cannot be granted), now_ms, window_ms, failure
-// limit, the presented secret's failure tag, repeat limit.
+// authenticateScript authenticates a client in one round trip: by the
+// digest of the secret it presents (either of its secrets) or by a client
+// assertion the caller verified (private_key_jwt, RFC 7523 section 2.2),
+// and, for a token request, checks the requested scope and counts the
+// request; for introspection it also checks the token looked at. Its keys,
+// arguments and reply are documented in authenticate.lua.
 //
-// The digest is compared here with a plain string comparison, not in
-// constant time: what is compared is a SHA-256 digest of a 256-bit random
+// The digest is compared there with a plain string comparison, not in
+// constant time: what is compared is a SHA-256 digest of a 220-bit random
 // secret, and learning how much of a stored digest an attempt's digest
 // matches tells nothing about the secret (it would take SHA-256 preimages
 // to use). Unknown, wrong-secret and revoked attempts take this one path;
@@ -58,120 +56,47 @@ const (
 // Failures are limited per (address, client) so that a stale integration
 // cannot lock out its own valid siblings behind the same address (issue 21):
 //
-//   - The failure log (KEYS[3]) counts DISTINCT wrong secrets: only those
-//     are guesses. A new secret is compared only while fewer than the
-//     failure limit were counted in the last minute; past it, new secrets
-//     are refused unchecked, so at most the limit of guesses is ever
-//     checked per address, client and minute, whatever the concurrency.
-//     The right secret presented then is refused too: that address is
-//     guessing at that client's secret, and telling it when it guessed
-//     right is what the limit exists to prevent.
-//   - Each wrong secret counted leaves its tag (KEYS[4], a hash of tag ->
-//     the time it was counted): an attempt whose tag's failure still counts
-//     in the failure log is a secret already known to be wrong (a
-//     rotated-out secret a stale instance keeps sending), answered as wrong
-//     again without being compared or counted as a guess; such repeats
-//     count in their own log (KEYS[5]) under their own, higher, limit, past
-//     which they alone are slowed down. So a repeated stale secret holds
-//     one slot of the budget (when its failure leaves the log it is
-//     compared and counted again) and the right secret from the same
-//     address keeps working. Repeats do not refresh a tag: a guesser
-//     repeating its old guesses would otherwise keep ever more tags alive.
+//   - The failure log (KEYS[3]) counts DISTINCT wrong credentials: only
+//     those are guesses. A new one is checked only while fewer than the
+//     failure limit were counted in the last minute; past it, new ones are
+//     refused unchecked, so at most the limit of guesses is ever checked
+//     per address, client and minute, whatever the concurrency. The right
+//     credential presented then is refused too: that address is guessing
+//     at that client's secret, and telling it when it guessed right is
+//     what the limit exists to prevent.
+//   - Each wrong credential counted leaves its tag (KEYS[4], a hash of tag
+//     -> the time it was counted): an attempt whose tag's failure still
+//     counts in the failure log is a credential already known to be wrong
+//     (a rotated-out secret a stale instance keeps sending, an assertion
+//     replayed), answered as wrong again without being checked or counted
+//     as a guess; such repeats count in their own log (KEYS[5]) under
+//     their own, higher, limit, past which they alone are slowed down. So
+//     a repeated stale secret holds one slot of the budget and the right
+//     secret from the same address keeps working. Repeats do not refresh
+//     a tag: a guesser repeating its old guesses would otherwise keep ever
+//     more tags alive.
 //   - Memory stays bounded by the limit: a tag is added only with a
 //     counted failure, at most the limit in any minute, and once the hash
 //     holds the limit of tags the ones whose failures no longer count are
-//     dropped first, which leaves fewer than the limit (the log admitted
-//     this failure). The hash expires a minute after its newest tag; every
-//     key carries the client's hash tag, so the script runs on Cluster.
+//     dropped first. The hash expires a minute after its newest tag.
 //
-// Returns {0} for an unknown id; {1, repeated} for a wrong secret or a
-// revoked client (repeated: 1 when the secret was already known to be
-// wrong, so not compared); {2, wait_ms, repeated} when the address has used
-// up its budget of distinct wrong secrets for this client (nothing
-// compared) or, repeated, its budget of repeats; {3, gen, held} for a
-// scope the client does not hold; {4, gen, granted, count, wait_ms, limit}
-// over the token limit; {5, gen, granted[, count, wait_ms, limit]}
-// authenticated.
-var authenticateScript = redis.NewScript(ratelimit.WindowLua + `
-local function scope_bits(v)
-  local n = tonumber(v)
-  if n then return n end
-  local names = {['programme.metrics.read'] = 1, ['events.subscribe'] = 2, ['patients.read'] = 4, ['referrals.write'] = 8}
-  local bits = 0
-  for w in string.gmatch(v or '', '%S+') do bits = bits + (names[w] or 0) end
-  return bits
-end
-local st = redis.call('HMGET', KEYS[1], 'status', 'secret_digest', 'generation', 'scopes', 'token_rate_limit')
-if not st[2] then return {0} end
--- One clock reading for the whole script (wl_now: the Redis server's TIME
--- unless the caller passed a time), not one per window_limit call.
-local now = wl_now(tonumber(ARGV[5]))
-local window, flimit = tonumber(ARGV[6]), tonumber(ARGV[7])
--- The failure budget is looked at before the secret (a limit of 0 only
--- reads the count), so a spent budget checks nothing; a failure is counted
--- in the same script, so no burst gets more than the budget checked. A
--- client without failures has no such key: EXISTS is cheaper than reading
--- an empty window (measured: about 1 us of Redis CPU per request). Tags
--- are only written with a counted failure, so without a failure log there
--- is no tag to look up either.
-local failures = 0
--- A tag lives as long as the failure it was counted with counts in the
--- failure log: while its one-second bucket (fb ms) overlaps the window, the
--- oldest counting in full as in window_limit. So a repeated secret holds at
--- most one of the budget's slots.
-local fb = math.floor((window + 59) / 60)
-local fj0 = math.floor((now - window + 1) / fb)
-if redis.call('EXISTS', KEYS[3]) == 1 then
-  local seen = tonumber(redis.call('HGET', KEYS[4], ARGV[8]))
-  if seen and math.floor(seen / fb) >= fj0 then
-    -- A secret whose failure still counts: not compared again, not a new
-    -- guess. (A tag older than that, which its key's TTL would have
-    -- dropped on the Redis clock, is compared and counted afresh, so the
-    -- tags follow the limits' clock whichever it is.)
-    local ok, _, rwait = window_limit(KEYS[5], tonumber(ARGV[9]), window, now)
-    if ok == 0 then return {2, rwait, 1} end
-    return {1, 1}
-  end
-  local _, n = window_limit(KEYS[3], 0, window, now)
-  failures = n
-end
-if failures >= flimit then
-  local _, _, fwait = window_limit(KEYS[3], flimit, window, now)
-  return {2, fwait, 0}
-end
-if st[1] ~= 'active' or (st[2] ~= ARGV[1] and st[2] ~= ARGV[2]) then
-  window_limit(KEYS[3], flimit, window, now)
-  if redis.call('HLEN', KEYS[4]) >= flimit then
-    local tags = redis.call('HGETALL', KEYS[4])
-    for i = 1, #tags, 2 do
-      if math.floor(tonumber(tags[i + 1]) / fb) < fj0 then redis.call('HDEL', KEYS[4], tags[i]) end
-    end
-  end
-  redis.call('HSET', KEYS[4], ARGV[8], now)
-  -- As long as the failure log lives at most (its newest one-second
-  -- bucket leaving the window).
-  redis.call('PEXPIRE', KEYS[4], window + fb)
-  return {1, 0}
-end
--- (the bit library is not in every Redis's Lua: plain arithmetic)
-local function subset(a, b)
-  for i = 0, 30 do
-    local p = 2 ^ i
-    if p > a then return true end
-    if math.floor(a / p) % 2 == 1 and math.floor(b / p) % 2 == 0 then return false end
-  end
-  return true
-end
-local gen, held = tonumber(st[3]), scope_bits(st[4])
-local want = tonumber(ARGV[4])
-if want == -2 or (want >= 0 and not subset(want, held)) then return {3, gen, held} end
-if want == -1 then want = held end
-if ARGV[3] ~= 'token' then return {5, gen, want} end
-local limit = tonumber(st[5]) or 30
-local a, c, w = window_limit(KEYS[2], limit, window, now)
-if a == 0 then return {4, gen, want, c, w, limit} end
-return {5, gen, want, c, w, limit}
-`)
+// A wrong or replayed assertion is a failure like a wrong secret: the same
+// invalid_client, the same limits (RFC 7521 section 4.2.1).
+var authenticateScript = redis.NewScript(ratelimit.WindowLua + authenticateLua)
+
+//go:embed authenticate.lua
+var authenticateLua string
+
+// Reply codes of authenticate.lua (its first value), named alike there.
+const (
+	replyUnknown      = 0
+	replyBad          = 1
+	replyTooMany      = 2
+	replyBadScope     = 3
+	replyTokenLimited = 4
+	replyOK           = 5
+	replyStaleKeys    = 6
+)
 
 // Keys of the failure limits of one presenting address for one client,
 // beside the failure log (store.go), under the client's hash tag.
@@ -182,11 +107,12 @@ func (s *Store) repeatLogKey(id, address string) string {
 	return s.prefix + "{" + id + "}:rw:repeat:" + address
 }
 
-// failureTag is what the failure limits remember of a wrong secret: 8 bytes
-// of a SHA-256 of its digest under a label of its own, so nothing in Redis
-// besides the client record holds (a part of) any secret's digest. 64 bits
-// keep the chance that the right secret shares a tag with one of the at
-// most FailureLimit wrong ones negligible (one in 2^58 for 60).
+// failureTag is what the failure limits remember of a wrong credential: 8
+// bytes of a SHA-256 of its digest (of a secret) or of the assertion, under
+// a label of its own, so nothing in Redis besides the client record holds
+// (a part of) any secret's digest. 64 bits keep the chance that the right
+// credential shares a tag with one of the at most FailureLimit wrong ones
+// negligible (one in 2^58 for 60).
 func failureTag(d [32]byte) string {
 	t := sha256.Sum256(append([]byte("partnerapi failed secret\x00"), d[:]...))
 	return string(t[:8])
@@ -197,45 +123,51 @@ type AuthOutcome int
 
 // Outcomes of Authenticate.
 const (
-	// BadCredentials: an unknown client, a wrong secret or a revoked
-	// client, alike (RFC 6749 section 5.2, invalid_client).
+	// BadCredentials: an unknown client, a wrong secret or assertion, or a
+	// revoked client, alike (RFC 6749 section 5.2, invalid_client).
 	BadCredentials AuthOutcome = iota
 	// TooManyFailures: the presenting address has used up its budget of
-	// distinct wrong secrets for this client, and the secret was not
-	// checked; or (Repeated) its budget of repeats of secrets already known
-	// to be wrong.
+	// distinct wrong credentials for this client, and the credential was
+	// not checked; or (Repeated) its budget of repeats of credentials
+	// already known to be wrong.
 	TooManyFailures
 	// InvalidScope: authenticated, but the requested scope is not held.
 	InvalidScope
 	// TokenLimited: authenticated, but over the client's token limit.
 	TokenLimited
-	// Authenticated: the secret matches an active client (and, for a token
-	// request, the request was counted under its limit).
+	// Authenticated: the credential matches an active client (and, for a
+	// token request, the request was counted under its limit).
 	Authenticated
+	// StaleKeys: the assertion was verified against keys the client no
+	// longer has (Assertion.KeysVersion is not the client's): nothing was
+	// counted; load the client's keys again, verify again and retry.
+	StaleKeys
 )
 
-// Attempt is one client authentication: on the token endpoint (Token) or
-// by the caller of introspection.
+// Attempt is one client authentication: on the token endpoint (Token), by
+// the caller of introspection or of revocation.
 type Attempt struct {
 	ClientID string
-	// Secret is hashed here; only its digest goes to Redis.
+	// Secret is hashed here; only its digest goes to Redis. Empty when the
+	// client authenticates with an assertion.
 	Secret string
+	// Assertion is set when the client authenticates with a JWT assertion
+	// (private_key_jwt) instead of a secret.
+	Assertion *AssertionCheck
 	// Address identifies who presents the credentials (an IPv4 address or
 	// an IPv6 /64): failures are counted per address and client, so a
 	// stale integration never locks out its neighbours behind the same
 	// address, nor anyone out of another client.
 	Address string
-	// FailureLimit is how many distinct wrong secrets for this client one
-	// address may present in any minute before its attempts with a new
-	// secret are refused unchecked. A secret already found wrong (a stale
+	// FailureLimit is how many distinct wrong credentials for this client
+	// one address may present in any minute before its attempts with a new
+	// one are refused unchecked. One already found wrong (a stale
 	// instance's rotated-out secret) is not a new guess: see RepeatLimit.
 	FailureLimit int64
 	// RepeatLimit is how many attempts in any minute one address may make
-	// for this client with secrets it already presented and had refused in
-	// the last minute, before those (and only those) are answered
-	// TooManyFailures (0: 10 times FailureLimit). They are never compared
-	// again and never spend FailureLimit, so a stale instance cannot lock
-	// out the right secret sent from the same address.
+	// for this client with credentials it already presented and had
+	// refused in the last minute, before those (and only those) are
+	// answered TooManyFailures (0: 10 times FailureLimit).
 	RepeatLimit int64
 	// Token marks a token request: Scope is checked and the request counted
 	// against the client's token limit.
@@ -246,8 +178,38 @@ type Attempt struct {
 	// InvalidScope.
 	Scope    []string
 	BadScope bool
+	// Check is a token of this client whose standing is read in the same
+	// round trip (introspection): Authentication.TokenAlive.
+	Check *TokenRef
 	// Now is the clock of the limits (nil: the Redis server's).
 	Now func() time.Time
+}
+
+// AssertionCheck is what the caller learnt of a client assertion (RFC 7523
+// section 3) before Authenticate: whether its signature and claims
+// verified against the client's keys of KeysVersion (Store.ClientKeys).
+type AssertionCheck struct {
+	// Raw is the assertion as presented: a wrong one's failure tag.
+	Raw string
+	// Verified reports that the signature verified with one of the
+	// client's keys and the claims hold (iss, sub, aud, exp).
+	Verified bool
+	// KeysVersion is the version of the keys it was verified against.
+	KeysVersion string
+	// JTI is its "jti", single use: marked used until Expires.
+	JTI     string
+	Expires time.Time
+}
+
+// TokenRef names an access token and what its standing depends on: the
+// client, the credential generation it was issued at, the secret it came
+// from ("sid"; 1 for tokens issued before secrets had ids) and its "jti",
+// which revocation (RFC 7009) marks.
+type TokenRef struct {
+	ClientID   string
+	Generation int64
+	SecretID   int64
+	ID         string
 }
 
 // Authentication is the result of Authenticate.
@@ -255,19 +217,26 @@ type Authentication struct {
 	Outcome AuthOutcome
 	// Known reports whether the id names a client at all.
 	Known bool
-	// Repeated reports, for BadCredentials and TooManyFailures, a secret
-	// this address already presented for this client in the last minute
-	// and had refused: it was not compared again, and counted against
-	// Attempt.RepeatLimit, not FailureLimit.
+	// Repeated reports, for BadCredentials and TooManyFailures, a
+	// credential this address already presented for this client in the
+	// last minute and had refused: it was not checked again, and counted
+	// against Attempt.RepeatLimit, not FailureLimit.
 	Repeated bool
 	// Generation is the client's credential generation (Authenticated,
 	// TokenLimited, InvalidScope).
 	Generation int64
+	// SecretID is the id of the secret that authenticated (1 for a client
+	// authenticated by an assertion): the token records it.
+	SecretID int64
 	// Scopes are the granted scopes, in the catalogue's order.
 	Scopes []string
+	// TokenAlive reports, for Attempt.Check, that the token's secret is
+	// still held and the token was not revoked (its generation is the
+	// caller's to compare with Generation).
+	TokenAlive bool
 	// Decision is the token limit's (Token requests) or, for
-	// TooManyFailures, when the budget that refused (of distinct wrong
-	// secrets, or of repeats) lets the address try again.
+	// TooManyFailures, when the budget that refused lets the address try
+	// again.
 	Decision ratelimit.Decision
 	// Limit is the client's token requests per minute.
 	Limit int64
@@ -275,14 +244,21 @@ type Authentication struct {
 
 // Authenticate checks a client's credentials in one Redis round trip and,
 // for a token request, its requested scope and token limit. Unknown,
-// revoked and wrong-secret attempts cost the same hashing and the same one
-// script, and come back alike as BadCredentials; an attempt refused by the
-// failure budget (TooManyFailures) is not checked at all, nor is a secret
-// the address already had refused (Repeated). See authenticateScript for
-// how the failure limits keep a stale instance from locking out the right
-// secret behind the same address.
+// revoked and wrong attempts cost the same hashing and the same one script,
+// and come back alike as BadCredentials; an attempt refused by the failure
+// budget (TooManyFailures) is not checked at all, nor is a credential the
+// address already had refused (Repeated). See authenticateScript.
 func (s *Store) Authenticate(ctx context.Context, a Attempt) (Authentication, error) {
-	d := DigestOf(a.Secret)
+	var d Digest
+	method, raw, hexd := "secret", "", ""
+	tag := ""
+	if a.Assertion != nil {
+		method = "assertion"
+		tag = failureTag(sha256.Sum256([]byte(a.Assertion.Raw)))
+	} else {
+		d = DigestOf(a.Secret)
+		raw, hexd, tag = string(d[:]), hex.EncodeToString(d[:]), failureTag(d)
+	}
 	if !ValidClientID(a.ClientID) {
 		s.digestChecks.Add(1) // the same hashing as any attempt
 		return Authentication{Outcome: BadCredentials}, nil
@@ -305,47 +281,73 @@ func (s *Store) Authenticate(ctx context.Context, a Attempt) (Authentication, er
 	if repeatLimit <= 0 {
 		repeatLimit = 10 * a.FailureLimit
 	}
+	verified, version, jtiKey, jtiTTL := "0", "", s.prefix+"{"+a.ClientID+"}:jti:", int64(1)
+	if as := a.Assertion; as != nil {
+		if as.Verified {
+			verified = "1"
+		}
+		version = as.KeysVersion
+		jtiKey += jtiMark(as.JTI)
+		// Kept a second past the assertion's exp (rounded down to seconds).
+		jtiTTL = max(time.Until(as.Expires).Milliseconds()+1000, 1)
+		if a.Now != nil {
+			jtiTTL = max(as.Expires.Sub(a.Now()).Milliseconds()+1000, 1)
+		}
+	}
+	checkKey, checkSID := s.revokedTokenKey(a.ClientID, ""), ""
+	if c := a.Check; c != nil && c.ClientID == a.ClientID {
+		checkKey, checkSID = s.revokedTokenKey(a.ClientID, c.ID), strconv.FormatInt(c.SecretID, 10)
+	}
 	r, err := authenticateScript.Run(ctx, s.rdb,
 		[]string{s.clientKey(a.ClientID), s.tokenLogKey(a.ClientID), s.failureLogKey(a.ClientID, a.Address),
-			s.failureTagsKey(a.ClientID, a.Address), s.repeatLogKey(a.ClientID, a.Address)},
-		string(d[:]), hex.EncodeToString(d[:]), mode, want, ratelimit.NowArg(a.Now), Window.Milliseconds(),
-		a.FailureLimit, failureTag(d), repeatLimit).Int64Slice()
-	if err != nil || len(r) == 0 {
+			s.failureTagsKey(a.ClientID, a.Address), s.repeatLogKey(a.ClientID, a.Address), checkKey, jtiKey},
+		raw, hexd, mode, want, ratelimit.NowArg(a.Now), Window.Milliseconds(),
+		a.FailureLimit, tag, repeatLimit, method, verified, version, jtiTTL, checkSID).Int64Slice()
+	if err != nil || len(r) != 9 {
 		return Authentication{}, unavailable("authenticate", fmt.Errorf("%v %v", err, r))
 	}
-	out := Authentication{Known: r[0] != 0}
-	switch {
-	case r[0] == 0 || (r[0] == 1 && len(r) == 2):
+	code, gen, granted, count, wait, limit := r[0], r[1], r[2], r[3], r[4], r[5]
+	out := Authentication{Known: code != replyUnknown, Repeated: r[6] == 1, SecretID: r[7], TokenAlive: r[8] == 1}
+	switch code {
+	case replyUnknown, replyBad:
 		out.Outcome = BadCredentials
-		out.Repeated = r[0] == 1 && r[1] == 1
-	case r[0] == 2 && len(r) == 3:
-		out.Outcome, out.Repeated = TooManyFailures, r[2] == 1
-		limit := a.FailureLimit
+	case replyTooMany:
+		out.Outcome = TooManyFailures
+		flimit := a.FailureLimit
 		if out.Repeated {
-			limit = repeatLimit
+			flimit = repeatLimit
 		}
-		out.Decision = ratelimit.FromScript(0, limit, r[1])
-	case r[0] == 3 && len(r) == 3:
-		out.Outcome, out.Generation, out.Scopes = InvalidScope, r[1], scopesFrom(strconv.FormatInt(r[2], 10))
-	case (r[0] == 4 || r[0] == 5) && len(r) >= 3:
-		out.Outcome, out.Generation, out.Scopes = Authenticated, r[1], scopesFrom(strconv.FormatInt(r[2], 10))
-		if r[0] == 4 {
+		out.Decision = ratelimit.FromScript(0, flimit, wait)
+	case replyBadScope:
+		out.Outcome, out.Generation, out.Scopes = InvalidScope, gen, scopesFrom(strconv.FormatInt(granted, 10))
+	case replyTokenLimited, replyOK:
+		out.Outcome, out.Generation, out.Scopes = Authenticated, gen, scopesFrom(strconv.FormatInt(granted, 10))
+		if code == replyTokenLimited {
 			out.Outcome = TokenLimited
 		}
-		if len(r) == 6 {
-			out.Decision = ratelimit.FromScript(r[0]-4, r[3], r[4])
-			out.Limit = r[5]
+		if a.Token {
+			out.Decision = ratelimit.FromScript(code-replyTokenLimited, count, wait)
+			out.Limit = limit
 		}
+	case replyStaleKeys:
+		out.Outcome = StaleKeys
 	default:
 		return Authentication{}, unavailable("authenticate", fmt.Errorf("unexpected reply %v", r))
 	}
-	// Compared: every attempt but those refused unchecked and the repeats
-	// of a secret already found wrong (an unknown id costs the same
-	// hashing and script as a comparison).
-	if out.Outcome != TooManyFailures && !out.Repeated {
+	// Checked: every attempt but those refused unchecked, the repeats of a
+	// credential already found wrong and the stale-keys retries (an unknown
+	// id costs the same hashing and script as a comparison).
+	if out.Outcome != TooManyFailures && out.Outcome != StaleKeys && !out.Repeated {
 		s.digestChecks.Add(1)
 	}
 	return out, nil
+}
+
+// jtiMark is the key suffix that marks an assertion's jti used: a digest,
+// so a client's arbitrary jti never makes an arbitrary key.
+func jtiMark(jti string) string {
+	h := sha256.Sum256([]byte(jti))
+	return hex.EncodeToString(h[:16])
 }
 
 // knownScopes reports whether every name is a scope of the catalogue.
@@ -358,16 +360,14 @@ func knownScopes(names []string) bool {
 	return true
 }
 
-// admitAPIScript checks a token's client state and counts the API request,
-// returning what GET /api/v1/me/ shows. KEYS: record, API log. ARGV:
-// generation, now_ms, member, window_ms.
-var admitAPIScript = redis.NewScript(ratelimit.WindowLua + `
-local st = redis.call('HMGET', KEYS[1], 'status', 'generation', 'rate_limit', 'name', 'audience', 'org_name', 'org_slug', 'environment')
-if st[1] ~= 'active' or st[2] ~= ARGV[1] then return {0} end
-local limit = tonumber(st[3]) or 120
-local a, c, w = window_limit(KEYS[2], limit, tonumber(ARGV[3]), tonumber(ARGV[2]))
-return {2 - a, c, w, limit, st[4], st[5], st[6], st[7], st[8]}
-`)
+// admitAPIScript checks a token's standing and counts the API request,
+// returning what GET /api/v1/me/ shows; admit.lua documents it.
+var admitAPIScript = redis.NewScript(ratelimit.WindowLua + admitLua)
+
+//go:embed admit.lua
+var admitLua string
+
+// Reply codes of admit.lua, named alike there: Outcome's values.
 
 // Description is what GET /api/v1/me/ shows of a client beyond its token.
 type Description struct {
@@ -386,13 +386,17 @@ type APIAdmission struct {
 	Description Description
 }
 
-// AdmitAPI decides one API request made with a token of client id at
-// generation, in one round trip: the client must be active at that
-// generation (so a rotation or revocation shows on the next request), and
-// under its per-minute limit, counted across every replica.
-func (s *Store) AdmitAPI(ctx context.Context, id string, generation int64, now func() time.Time) (APIAdmission, error) {
-	r, err := admitAPIScript.Run(ctx, s.rdb, []string{s.clientKey(id), s.apiLogKey(id)},
-		generation, ratelimit.NowArg(now), Window.Milliseconds()).Slice()
+// AdmitAPI decides one API request made with token t, in one round trip:
+// the client must be active at the token's generation, still hold the
+// secret the token came from, and the token must not be revoked (so a
+// rotation, a retired secret or a revocation shows on the next request),
+// and the client under its per-minute limit, counted across every replica.
+func (s *Store) AdmitAPI(ctx context.Context, t TokenRef, now func() time.Time) (APIAdmission, error) {
+	if !ValidClientID(t.ClientID) {
+		return APIAdmission{Outcome: Dead}, nil
+	}
+	r, err := admitAPIScript.Run(ctx, s.rdb, []string{s.clientKey(t.ClientID), s.apiLogKey(t.ClientID), s.revokedTokenKey(t.ClientID, t.ID)},
+		t.Generation, ratelimit.NowArg(now), Window.Milliseconds(), t.SecretID).Slice()
 	if err != nil {
 		return APIAdmission{}, unavailable("admit API request", err)
 	}

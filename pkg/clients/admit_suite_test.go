@@ -15,7 +15,7 @@ func testAdmitAPI(t *testing.T, e *env) {
 	e.org(t, "acme", clients.EnvironmentSandbox)
 	c, _ := e.client(t, clients.ClientSpec{OrgSlug: "acme", Name: "Adherence dashboard", Audience: clients.AudiencePharma,
 		Scopes: []string{clients.ScopeProgrammeMetricsRead}})
-	a, err := e.store.AdmitAPI(ctx(t), c.ID, 1, e.clock.Now)
+	a, err := e.store.AdmitAPI(ctx(t), tokenRef(c.ID, 1), e.clock.Now)
 	if err != nil {
 		t.Fatalf("AdmitAPI: %v", err)
 	}
@@ -37,20 +37,20 @@ func testAdmitAPI(t *testing.T, e *env) {
 
 	dead := func(gen int64) {
 		t.Helper()
-		a, err := e.store.AdmitAPI(ctx(t), c.ID, gen, e.clock.Now)
+		a, err := e.store.AdmitAPI(ctx(t), tokenRef(c.ID, gen), e.clock.Now)
 		if err != nil || a.Outcome != clients.Dead || a.Decision.Allowed || a.Description != (clients.Description{}) {
 			t.Fatalf("AdmitAPI(gen %d) = %+v, %v; want Dead and no description", gen, a, err)
 		}
 	}
 	dead(2)
-	if a, err := e.store.AdmitAPI(ctx(t), clients.NewClientID(), 1, e.clock.Now); err != nil || a.Outcome != clients.Dead {
+	if a, err := e.store.AdmitAPI(ctx(t), tokenRef(clients.NewClientID(), 1), e.clock.Now); err != nil || a.Outcome != clients.Dead {
 		t.Fatalf("AdmitAPI(unknown) = %+v, %v; want Dead", a, err)
 	}
 	if _, _, err := e.store.RotateSecret(ctx(t), c.ID); err != nil {
 		t.Fatal(err)
 	}
 	dead(1) // tokens of the old secret die at once
-	if a, err := e.store.AdmitAPI(ctx(t), c.ID, 2, e.clock.Now); err != nil || a.Outcome != clients.Admitted || a.Decision.Count != 2 {
+	if a, err := e.store.AdmitAPI(ctx(t), tokenRef(c.ID, 2), e.clock.Now); err != nil || a.Outcome != clients.Admitted || a.Decision.Count != 2 {
 		t.Fatalf("AdmitAPI at generation 2 = %+v, %v; want admitted, count 2", a, err)
 	}
 	if _, err := e.store.Revoke(ctx(t), c.ID); err != nil {
@@ -64,7 +64,7 @@ func testAdmitAPILimitChanges(t *testing.T, e *env) {
 	c, _ := e.hospital(t)
 	admit := func(wantOutcome clients.Outcome, wantCount, wantLimit int64) {
 		t.Helper()
-		a, err := e.store.AdmitAPI(ctx(t), c.ID, 1, e.clock.Now)
+		a, err := e.store.AdmitAPI(ctx(t), tokenRef(c.ID, 1), e.clock.Now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -205,7 +205,7 @@ func testAdmitAPIAnyWindow(t *testing.T, e *env) {
 		t.Fatal(err)
 	}
 	admit := func(t *testing.T) (clients.Outcome, ratelimit.Decision) {
-		a, err := e.store.AdmitAPI(ctx(t), c.ID, 1, e.clock.Now)
+		a, err := e.store.AdmitAPI(ctx(t), tokenRef(c.ID, 1), e.clock.Now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -235,7 +235,7 @@ func testAdmitRedisClock(t *testing.T, e *env) {
 		t.Fatal(err)
 	}
 	for i, want := range []clients.Outcome{clients.Admitted, clients.Admitted, clients.Limited} {
-		a, err := e.store.AdmitAPI(ctx(t), c.ID, 1, nil)
+		a, err := e.store.AdmitAPI(ctx(t), tokenRef(c.ID, 1), nil)
 		if err != nil || a.Outcome != want {
 			t.Fatalf("AdmitAPI #%d on the Redis clock = %+v, %v; want %d", i+1, a, err, want)
 		}
@@ -252,7 +252,7 @@ func testAdmitRedisClock(t *testing.T, e *env) {
 // testRateLogTTL checks that both request logs expire on their own.
 func testRateLogTTL(t *testing.T, e *env) {
 	c, secret := e.hospital(t)
-	if _, err := e.store.AdmitAPI(ctx(t), c.ID, 1, e.clock.Now); err != nil {
+	if _, err := e.store.AdmitAPI(ctx(t), tokenRef(c.ID, 1), e.clock.Now); err != nil {
 		t.Fatal(err)
 	}
 	e.token(t, c.ID, secret)
@@ -283,7 +283,7 @@ func testUnknownIDsWriteNothing(t *testing.T, e *env) {
 	before := e.keys(t)
 	for range 20 {
 		id := clients.NewClientID()
-		if a, err := e.store.AdmitAPI(ctx(t), id, 1, e.clock.Now); err != nil || a.Outcome != clients.Dead {
+		if a, err := e.store.AdmitAPI(ctx(t), tokenRef(id, 1), e.clock.Now); err != nil || a.Outcome != clients.Dead {
 			t.Fatalf("AdmitAPI(unknown) = %+v, %v", a, err)
 		}
 		if a := e.token(t, id, clients.NewSecret()); a.Outcome != clients.BadCredentials || a.Known {
@@ -291,7 +291,7 @@ func testUnknownIDsWriteNothing(t *testing.T, e *env) {
 		}
 	}
 	for range 5 {
-		if _, err := e.store.AdmitAPI(ctx(t), c.ID, 9, e.clock.Now); err != nil {
+		if _, err := e.store.AdmitAPI(ctx(t), tokenRef(c.ID, 9), e.clock.Now); err != nil {
 			t.Fatal(err)
 		}
 
@@ -309,7 +309,7 @@ func testHashTags(t *testing.T, e *env) {
 	if _, _, err := e.store.RotateSecret(ctx(t), c.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.store.AdmitAPI(ctx(t), c.ID, 2, e.clock.Now); err != nil {
+	if _, err := e.store.AdmitAPI(ctx(t), tokenRef(c.ID, 2), e.clock.Now); err != nil {
 		t.Fatal(err)
 	}
 	e.token(t, c.ID, "wrong")
@@ -333,4 +333,10 @@ func testHashTags(t *testing.T, e *env) {
 	if clientKeys != 6 {
 		t.Fatalf("found %d keys tagged %s, want 6: %v", clientKeys, clientTag, e.keys(t))
 	}
+}
+
+// tokenRef names a token of client id at generation gen. In these tests a
+// client's secret id follows its generation: each rotation raises both.
+func tokenRef(id string, gen int64) clients.TokenRef {
+	return clients.TokenRef{ClientID: id, Generation: gen, SecretID: gen, ID: "jti-of-a-test-token"}
 }

@@ -188,7 +188,7 @@ func testTokenLimit(t *testing.T, e *env) {
 			t.Fatalf("after failures, request %d = %+v", i+1, a)
 		}
 	}
-	api, err := e.store.AdmitAPI(ctx(t), c.ID, 1, e.clock.Now)
+	api, err := e.store.AdmitAPI(ctx(t), tokenRef(c.ID, 1), e.clock.Now)
 	if err != nil || api.Outcome != clients.Admitted || api.Decision.Count != 1 {
 		t.Fatalf("AdmitAPI after the token limit was reached = %+v, %v; want admitted, count 1", api, err)
 	}

@@ -33,7 +33,7 @@ func BenchmarkAdmitAPI(b *testing.B) {
 	ctx := b.Context()
 	b.ReportAllocs()
 	for b.Loop() {
-		a, err := store.AdmitAPI(ctx, c.ID, 1, nil)
+		a, err := store.AdmitAPI(ctx, tokenRef(c.ID, 1), nil)
 		if err != nil || a.Outcome != clients.Admitted {
 			b.Fatalf("AdmitAPI = %+v, %v", a, err)
 		}

@@ -8,7 +8,7 @@ import "context"
 func (s *Store) ChangeTwice(ctx context.Context, id, op, value string) (int64, int64, error) {
 	nonce := newNonce()
 	run := func() (int64, error) {
-		return changeScript.Run(ctx, s.rdb, []string{s.clientKey(id), s.clientAudit(id), s.changeNonceKey(id)},
+		return changeScript.Run(ctx, s.rdb, []string{s.clientKey(id), s.clientAudit(id), s.changeNonceKey(id), s.keysKey(id)},
 			op, s.now().UnixMilli(), auditMaxLen, value, nonce, actorDetail(ctx, "")).Int64()
 	}
 	a, err := run()

@@ -84,6 +84,10 @@ var (
 	ErrRevoked     = errors.New("client is revoked")
 	ErrInvalid     = errors.New("invalid input")
 	ErrUnavailable = errors.New("registry unavailable")
+	// ErrConflict: the change does not fit the client's state (a third
+	// secret, retiring the only one, a secret change for a client that
+	// authenticates with keys).
+	ErrConflict = errors.New("conflict")
 	// ErrNotReplicated: the change was written on the primary, but fewer
 	// replicas than required acknowledged it in time, so a failover may
 	// still undo it. The change is not reported as done.
@@ -115,7 +119,32 @@ type Client struct {
 	UpdatedAt               time.Time  `json:"updated_at"`
 	RotatedAt               *time.Time `json:"secret_rotated_at,omitempty"`
 	RevokedAt               *time.Time `json:"revoked_at,omitempty"`
+	// AuthMethod is how the client authenticates: AuthClientSecret (HTTP
+	// Basic or form parameters) or AuthPrivateKeyJWT.
+	AuthMethod string `json:"auth_method"`
+	// Secrets are the ids of the secrets the client holds (one or two;
+	// none for private_key_jwt), oldest first.
+	Secrets []SecretInfo `json:"secrets"`
+	// KeysVersion counts the client's key sets (private_key_jwt): 1 at
+	// creation, one more with each rotate-keys.
+	KeysVersion int64 `json:"keys_version,omitempty"`
+	// JWKSURI is where the client's public keys are fetched, when they are
+	// not registered (private_key_jwt).
+	JWKSURI string `json:"jwks_uri,omitempty"`
 }
+
+// SecretInfo names one of a client's secrets (never the secret).
+type SecretInfo struct {
+	ID        int64     `json:"secret_id"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Client authentication methods (RFC 7591 section 2 names the last; a
+// secret client may send its secret by HTTP Basic or form parameters).
+const (
+	AuthClientSecret  = "client_secret"
+	AuthPrivateKeyJWT = "private_key_jwt"
+)
 
 // OrgSpec is what an operator gives to create an organisation.
 type OrgSpec struct {
@@ -151,6 +180,9 @@ type ClientSpec struct {
 	Audience           string
 	Scopes             []string
 	RateLimitPerMinute int64 // 0: the default
+	// Keys, when set, makes a private_key_jwt client (RFC 7523 section
+	// 2.2) with these public keys instead of a secret.
+	Keys *ClientKeySource
 }
 
 // Validate reports every problem of the spec at once, scope rules included.
@@ -171,6 +203,14 @@ func (s ClientSpec) Validate() error {
 		errs = append(errs, fmt.Errorf("audience %q: must be one of %s", s.Audience, strings.Join(Audiences, ", ")))
 	}
 	errs = append(errs, scopeProblems(s.Audience, s.Scopes)...)
+	if s.Keys != nil {
+		if s.Audience == AudienceOperator {
+			errs = append(errs, errors.New("operator clients authenticate with a secret"))
+		}
+		if err := s.Keys.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if s.RateLimitPerMinute < 0 || s.RateLimitPerMinute > MaxRateLimitPerMinute {
 		errs = append(errs, fmt.Errorf("rate limit %d: must be 1-%d", s.RateLimitPerMinute, MaxRateLimitPerMinute))
 	}

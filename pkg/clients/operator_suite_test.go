@@ -24,7 +24,7 @@ func testChangeRetried(t *testing.T, e *env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(entries) != 2 || entries[1].Event != "client.rotate" || entries[1].Detail != "generation=2 by test" {
+	if len(entries) != 2 || entries[1].Event != "client.rotate" || entries[1].Detail != "generation=2 secret_id=2 by test" {
 		t.Fatalf("audit %+v; want created and one rotate by test", entries)
 	}
 }

@@ -257,33 +257,37 @@ func orgFrom(m map[string]string) Org {
 	return Org{Slug: m["slug"], Name: m["name"], Environment: m["environment"], CreatedAt: parseTime(m["created_at"])}
 }
 
-// createClientScript writes a whole client record and its first audit
-// entry, or nothing if the id exists. ARGV: n, n field-value pairs, the
-// audit entry, the audit cap.
+// createClientScript writes a whole client record, its first audit entry
+// and (private_key_jwt) its public keys, or nothing if the id exists. KEYS:
+// record, audit list, keys. ARGV: n, n field-value pairs, the audit entry,
+// the audit cap, the keys (” for a secret client).
 //
 // The same creation run again (a retry after a broken connection) finds its
-// own record, known by its secret digest, answers 1 and writes nothing.
+// own record, known by its secret digest or creation nonce, answers 1 and
+// writes nothing.
 var createClientScript = redis.NewScript(`
+local n = tonumber(ARGV[1])
 if redis.call('EXISTS', KEYS[1]) == 1 then
-  local n = tonumber(ARGV[1])
   for i = 2, 1 + 2 * n, 2 do
-    if ARGV[i] == 'secret_digest' then
-      if redis.call('HGET', KEYS[1], 'secret_digest') == ARGV[i + 1] then return 1 end
+    if ARGV[i] == 'secret_digest' or ARGV[i] == 'create_nonce' then
+      if redis.call('HGET', KEYS[1], ARGV[i]) == ARGV[i + 1] then return 1 end
     end
   end
   return 0
 end
-local n = tonumber(ARGV[1])
 local fields = {}
 for i = 2, 1 + 2 * n do fields[#fields + 1] = ARGV[i] end
 redis.call('HSET', KEYS[1], unpack(fields))
+if ARGV[4 + 2 * n] ~= '' then redis.call('SET', KEYS[3], ARGV[4 + 2 * n]) end
 redis.call('RPUSH', KEYS[2], ARGV[2 + 2 * n])
 redis.call('LTRIM', KEYS[2], -tonumber(ARGV[3 + 2 * n]), -1)
 return 1
 `)
 
 // CreateClient creates a client in an existing organisation and returns it
-// with its secret, which exists nowhere else: only its digest is stored.
+// with its secret, which exists nowhere else: only its digest is stored. A
+// client with spec.Keys authenticates with private_key_jwt and has no
+// secret ("" is returned).
 func (s *Store) CreateClient(ctx context.Context, spec ClientSpec) (Client, string, error) {
 	if err := spec.Validate(); err != nil {
 		return Client{}, "", err
@@ -306,8 +310,6 @@ func (s *Store) CreateClient(ctx context.Context, spec ClientSpec) (Client, stri
 	if c.Scopes == nil {
 		c.Scopes = []string{}
 	}
-	secret := NewSecret()
-	digest := DigestOf(secret)
 	ms := now.UnixMilli()
 	// The record stays in Redis's compact listpack encoding: every value
 	// under 64 bytes (the digest raw, the scopes as a bit set, times as
@@ -317,8 +319,23 @@ func (s *Store) CreateClient(ctx context.Context, spec ClientSpec) (Client, stri
 		"org_slug", c.OrgSlug, "org_name", c.OrgName, "environment", c.Environment,
 		"scopes", scopeBits(c.Scopes), "rate_limit", c.RateLimitPerMinute,
 		"token_rate_limit", c.TokenRateLimitPerMinute, "status", c.Status,
-		"secret_digest", string(digest[:]), "generation", c.Generation,
-		"created_at", ms, "updated_at", ms,
+		"generation", c.Generation, "created_at", ms, "updated_at", ms,
+	}
+	secret, blob := "", []byte(nil)
+	if spec.Keys != nil {
+		if blob, err = spec.Keys.blob(); err != nil {
+			return Client{}, "", err
+		}
+		fields = append(fields, "auth_method", AuthPrivateKeyJWT, "keys_version", 1, "create_nonce", newNonce())
+		if spec.Keys.URL != "" {
+			fields = append(fields, "jwks_uri", spec.Keys.URL)
+		}
+		c.AuthMethod, c.KeysVersion, c.JWKSURI, c.Secrets = AuthPrivateKeyJWT, 1, spec.Keys.URL, []SecretInfo{}
+	} else {
+		secret = NewSecret()
+		digest := DigestOf(secret)
+		fields = append(fields, "secret_digest", string(digest[:]))
+		c.AuthMethod, c.Secrets = AuthClientSecret, []SecretInfo{{ID: 1, CreatedAt: now.Truncate(time.Millisecond)}}
 	}
 	what := "create client " + c.ID
 	// Index first: a crash before the record leaves an index entry that
@@ -328,8 +345,12 @@ func (s *Store) CreateClient(ctx context.Context, spec ClientSpec) (Client, stri
 		return Client{}, "", unavailable(what, err)
 	}
 	args := append([]any{len(fields) / 2}, fields...)
-	args = append(args, auditLine(ms, "client.created", actorDetail(ctx, "generation=1")), auditMaxLen)
-	cmd, ack, err := s.write(ctx, createClientScript, []string{s.clientKey(c.ID), s.clientAudit(c.ID)}, args...)
+	created := "generation=1"
+	if c.AuthMethod == AuthPrivateKeyJWT {
+		created += " auth_method=" + AuthPrivateKeyJWT
+	}
+	args = append(args, auditLine(ms, "client.created", actorDetail(ctx, created)), auditMaxLen, string(blob))
+	cmd, ack, err := s.write(ctx, createClientScript, []string{s.clientKey(c.ID), s.clientAudit(c.ID), s.keysKey(c.ID)}, args...)
 	if err != nil {
 		return Client{}, "", unavailable(what, err)
 	}
@@ -344,12 +365,22 @@ func (s *Store) CreateClient(ctx context.Context, spec ClientSpec) (Client, stri
 }
 
 // changeScript applies one operator change to an existing client atomically
-// with its audit entry. KEYS: record, audit list, last change's nonce.
-// ARGV: op, at (ms), audit cap, value, nonce, actor (for the audit entry).
-// Returns the new generation, or 0 when there is no such client, -1 when it
-// is revoked. The same change run again (its nonce, kept five minutes: a
-// retry after a broken connection) returns the generation and changes
-// nothing, so a rotation is never made twice with two secrets.
+// with its audit entry. KEYS: record, audit list, last change's nonce, the
+// client's public keys (keysKey). ARGV: op, at (ms), audit cap, value,
+// nonce, actor (for the audit entry). Returns the new generation, or 0 when
+// there is no such client, -1 when it is revoked, -2 when the change does
+// not fit the client's authentication method (a secret change for a
+// private_key_jwt client, keys for a secret client), -3 when add_secret
+// finds two secrets held or retire_secret would retire the only one, -4
+// when retire_secret names no secret the client holds. The same change run
+// again (its nonce, kept five minutes: a retry after a broken connection)
+// returns the generation and changes nothing, so a rotation is never made
+// twice with two secrets.
+//
+// Secrets: the record holds one or two, each with an id (secret_id, or 1
+// for a record written before secrets had ids; secret2_id), numbered by
+// secret_seq; tokens record the id of the secret they came from, so
+// retiring a secret kills its tokens and no others.
 var changeScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 local op, at = ARGV[1], ARGV[2]
@@ -358,10 +389,54 @@ if redis.call('GET', KEYS[3]) == ARGV[5] then
 end
 if redis.call('HGET', KEYS[1], 'status') ~= 'active' then return -1 end
 local gen = tonumber(redis.call('HGET', KEYS[1], 'generation'))
+local keyed = redis.call('HGET', KEYS[1], 'auth_method') == 'private_key_jwt'
+local function next_secret_id()
+  local seq = redis.call('HGET', KEYS[1], 'secret_seq') or redis.call('HGET', KEYS[1], 'secret_id') or '1'
+  return tonumber(seq) + 1
+end
 local detail = ''
 if op == 'rotate' then
+  if keyed then return -2 end
   gen = redis.call('HINCRBY', KEYS[1], 'generation', 1)
-  redis.call('HSET', KEYS[1], 'secret_digest', ARGV[4], 'rotated_at', at, 'updated_at', at)
+  local sid = next_secret_id()
+  redis.call('HSET', KEYS[1], 'secret_digest', ARGV[4], 'secret_id', sid, 'secret_seq', sid, 'secret_at', at,
+    'rotated_at', at, 'updated_at', at)
+  redis.call('HDEL', KEYS[1], 'secret2_digest', 'secret2_id', 'secret2_at')
+  detail = 'generation=' .. gen .. ' secret_id=' .. sid
+elseif op == 'add_secret' then
+  if keyed then return -2 end
+  if redis.call('HEXISTS', KEYS[1], 'secret2_digest') == 1 then return -3 end
+  local sid = next_secret_id()
+  redis.call('HSET', KEYS[1], 'secret2_digest', ARGV[4], 'secret2_id', sid, 'secret_seq', sid, 'secret2_at', at,
+    'updated_at', at)
+  detail = 'secret_id=' .. sid
+elseif op == 'retire_secret' then
+  if keyed then return -2 end
+  local st = redis.call('HMGET', KEYS[1], 'secret_id', 'secret2_id', 'secret2_digest', 'secret2_at')
+  if ARGV[4] == st[2] then
+    redis.call('HDEL', KEYS[1], 'secret2_digest', 'secret2_id', 'secret2_at')
+  elseif ARGV[4] == (st[1] or '1') then
+    if not st[2] then return -3 end
+    redis.call('HSET', KEYS[1], 'secret_digest', st[3], 'secret_id', st[2], 'secret_at', st[4])
+    redis.call('HDEL', KEYS[1], 'secret2_digest', 'secret2_id', 'secret2_at')
+  else
+    return -4
+  end
+  redis.call('HSET', KEYS[1], 'updated_at', at)
+  detail = 'secret_id=' .. ARGV[4]
+elseif op == 'rotate_keys' then
+  if not keyed then return -2 end
+  gen = redis.call('HINCRBY', KEYS[1], 'generation', 1)
+  redis.call('HINCRBY', KEYS[1], 'keys_version', 1)
+  redis.call('SET', KEYS[4], ARGV[4])
+  -- The record names the URL of keys fetched from one (Client.JWKSURI).
+  local ok, blob = pcall(cjson.decode, ARGV[4])
+  if ok and type(blob) == 'table' and type(blob.jwks_uri) == 'string' then
+    redis.call('HSET', KEYS[1], 'jwks_uri', blob.jwks_uri)
+  else
+    redis.call('HDEL', KEYS[1], 'jwks_uri')
+  end
+  redis.call('HSET', KEYS[1], 'rotated_at', at, 'updated_at', at)
   detail = 'generation=' .. gen
 elseif op == 'revoke' then
   gen = redis.call('HINCRBY', KEYS[1], 'generation', 1)
@@ -389,7 +464,7 @@ func (s *Store) change(ctx context.Context, id, op, value string) (int64, error)
 		return 0, fmt.Errorf("client %q: %w", id, ErrNotFound)
 	}
 	what := op + " client " + id
-	cmd, ack, err := s.write(ctx, changeScript, []string{s.clientKey(id), s.clientAudit(id), s.changeNonceKey(id)},
+	cmd, ack, err := s.write(ctx, changeScript, []string{s.clientKey(id), s.clientAudit(id), s.changeNonceKey(id), s.keysKey(id)},
 		op, s.now().UnixMilli(), auditMaxLen, value, newNonce(), actorDetail(ctx, ""))
 	if err != nil {
 		return 0, unavailable(what, err)
@@ -400,6 +475,18 @@ func (s *Store) change(ctx context.Context, id, op, value string) (int64, error)
 		return 0, fmt.Errorf("client %s: %w", id, ErrNotFound)
 	case -1:
 		return 0, fmt.Errorf("client %s: %w", id, ErrRevoked)
+	case -2:
+		if op == "rotate_keys" {
+			return 0, fmt.Errorf("%w: client %s authenticates with a secret, not keys (rotate-secret)", ErrConflict, id)
+		}
+		return 0, fmt.Errorf("%w: client %s authenticates with private_key_jwt, not a secret (rotate-keys)", ErrConflict, id)
+	case -3:
+		if op == "add_secret" {
+			return 0, fmt.Errorf("%w: client %s already holds two secrets: retire one first", ErrConflict, id)
+		}
+		return 0, fmt.Errorf("%w: secret %s is client %s's only secret: add another first, or rotate-secret", ErrConflict, value, id)
+	case -4:
+		return 0, fmt.Errorf("client %s has no secret %s: %w", id, value, ErrNotFound)
 	}
 	if !s.confirmed(ack) {
 		return n, s.notReplicated(what, ack)
@@ -427,6 +514,87 @@ func (s *Store) RotateSecret(ctx context.Context, id string) (Client, string, er
 		c = Client{ID: id, Status: StatusActive, Generation: gen, Scopes: []string{}}
 	}
 	return c, secret, err
+}
+
+// AddSecret gives the client a second secret, beside the one it holds, for
+// a rotation without downtime: deploy the new secret, then retire the old
+// one (RetireSecret). Tokens of the old secret live until it is retired;
+// the client's generation does not change. It returns the client, the new
+// secret's id and the secret. ErrConflict when it already holds two
+// secrets or authenticates with keys. When the replicas do not confirm it
+// (ErrNotReplicated), the new secret is returned with the error.
+func (s *Store) AddSecret(ctx context.Context, id string) (Client, int64, string, error) {
+	secret := NewSecret()
+	d := DigestOf(secret)
+	gen, err := s.change(ctx, id, "add_secret", string(d[:]))
+	if gen == 0 {
+		return Client{}, 0, "", err
+	}
+	c, rerr := s.GetClient(ctx, id)
+	if rerr != nil {
+		return Client{ID: id, Status: StatusActive, Generation: gen, Scopes: []string{}}, 0, secret, errors.Join(err, rerr)
+	}
+	var sid int64
+	for _, si := range c.Secrets {
+		sid = max(sid, si.ID)
+	}
+	return c, sid, secret, err
+}
+
+// RetireSecret takes the secret secretID from the client: from the moment
+// it returns without error that secret is refused and every token issued
+// for it is dead, on every replica; the client's other secret and its
+// tokens are untouched. ErrConflict when it is the client's only secret
+// (rotate-secret or revoke instead), ErrNotFound when the client holds no
+// such secret.
+func (s *Store) RetireSecret(ctx context.Context, id string, secretID int64) (Client, error) {
+	if secretID < 1 {
+		return Client{}, fmt.Errorf("client %s has no secret %d: %w", id, secretID, ErrNotFound)
+	}
+	return s.changeAndRead(ctx, id, "retire_secret", strconv.FormatInt(secretID, 10))
+}
+
+// RotateKeys replaces the public keys of a private_key_jwt client and
+// raises its generation: from the moment it returns without error,
+// assertions signed by keys only the old set held are refused and every
+// token issued before is dead, like a secret rotation.
+func (s *Store) RotateKeys(ctx context.Context, id string, keys ClientKeySource) (Client, error) {
+	if err := keys.Validate(); err != nil {
+		return Client{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	blob, err := keys.blob()
+	if err != nil {
+		return Client{}, err
+	}
+	return s.changeAndRead(ctx, id, "rotate_keys", string(blob))
+}
+
+// revokeTokenScript marks a token revoked; a script so that write can
+// confirm it. KEYS: the mark. ARGV: its lifetime (ms).
+var revokeTokenScript = redis.NewScript(`return redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])`)
+
+// RevokeToken revokes one access token (RFC 7009 section 2): from the
+// moment it returns without error, the API, the admin API and
+// introspection refuse it on every replica. The mark lives until the
+// token would have expired (expires), so revocations cost memory only for
+// live tokens. Revoking it again changes nothing.
+func (s *Store) RevokeToken(ctx context.Context, t TokenRef, expires time.Time) error {
+	if !ValidClientID(t.ClientID) || t.ID == "" {
+		return fmt.Errorf("%w: token reference", ErrInvalid)
+	}
+	ttl := expires.Sub(s.now()) + time.Second
+	if ttl <= time.Second { // expired: dead already
+		return nil
+	}
+	what := "revoke a token of client " + t.ClientID
+	_, ack, err := s.write(ctx, revokeTokenScript, []string{s.revokedTokenKey(t.ClientID, t.ID)}, ttl.Milliseconds())
+	if err != nil {
+		return unavailable(what, err)
+	}
+	if !s.confirmed(ack) {
+		return s.notReplicated(what, ack)
+	}
+	return nil
 }
 
 // Revoke ends the client for good: token requests are refused and every
@@ -612,6 +780,31 @@ func clientFrom(id string, m map[string]string) Client {
 		t := parseTime(v)
 		c.RevokedAt = &t
 	}
+	c.AuthMethod, c.Secrets = AuthClientSecret, []SecretInfo{}
+	if m["auth_method"] == AuthPrivateKeyJWT {
+		c.AuthMethod = AuthPrivateKeyJWT
+		c.KeysVersion, _ = strconv.ParseInt(m["keys_version"], 10, 64)
+		c.JWKSURI = m["jwks_uri"]
+		return c
+	}
+	// Secret 1 of a record written before secrets had ids: made with the
+	// client, or at its last rotation.
+	first := SecretInfo{ID: 1, CreatedAt: c.CreatedAt}
+	if c.RotatedAt != nil {
+		first.CreatedAt = *c.RotatedAt
+	}
+	if v := m["secret_id"]; v != "" {
+		first.ID, _ = strconv.ParseInt(v, 10, 64)
+	}
+	if v := m["secret_at"]; v != "" {
+		first.CreatedAt = parseTime(v)
+	}
+	c.Secrets = append(c.Secrets, first)
+	if v := m["secret2_id"]; v != "" {
+		second := SecretInfo{CreatedAt: parseTime(m["secret2_at"])}
+		second.ID, _ = strconv.ParseInt(v, 10, 64)
+		c.Secrets = append(c.Secrets, second)
+	}
 	return c
 }
 
@@ -719,3 +912,7 @@ func scopesFrom(v string) []string {
 // IsUnavailable reports whether err means Redis could not be reached or
 // answered with an error.
 func IsUnavailable(err error) bool { return errors.Is(err, ErrUnavailable) }
+
+// revokedTokenKey marks a revoked access token (RFC 7009) by its jti, until
+// the token would have expired.
+func (s *Store) revokedTokenKey(id, jti string) string { return s.prefix + "{" + id + "}:rt:" + jti }

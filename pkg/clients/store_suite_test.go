@@ -172,6 +172,7 @@ func testCreateClient(t *testing.T, e *env) {
 			Scopes: scopes, RateLimitPerMinute: rate, TokenRateLimitPerMinute: 30,
 			Status: clients.StatusActive, Generation: 1,
 			CreatedAt: e.clock.Now(), UpdatedAt: e.clock.Now(),
+			AuthMethod: clients.AuthClientSecret, Secrets: []clients.SecretInfo{{ID: 1, CreatedAt: e.clock.Now()}},
 		}
 		if !reflect.DeepEqual(c, want) {
 			t.Errorf("client %d = %+v, want %+v", i, c, want)
@@ -302,6 +303,7 @@ func testRotateSecret(t *testing.T, e *env) {
 	want.Generation = 2
 	want.UpdatedAt = at
 	want.RotatedAt = &at
+	want.Secrets = []clients.SecretInfo{{ID: 2, CreatedAt: at}} // a new secret, with a new id
 	if !reflect.DeepEqual(rotated, want) {
 		t.Fatalf("RotateSecret = %+v, want %+v", rotated, want)
 	}
@@ -511,7 +513,7 @@ func testAudit(t *testing.T, e *env) {
 	}
 	want := []struct{ event, detail string }{
 		{"client.created", "generation=1"},
-		{"client.rotate", "generation=2"},
+		{"client.rotate", "generation=2 secret_id=2"},
 		{"client.rate_limit", "rate_limit_per_minute=500"},
 		{"client.token_rate_limit", "token_rate_limit_per_minute=7"},
 		{"client.revoke", "generation=3"},

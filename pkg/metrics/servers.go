@@ -13,6 +13,7 @@ import (
 type TokenService struct {
 	*Metrics
 	issued  prometheus.Counter
+	revoked prometheus.Counter
 	refused *prometheus.CounterVec
 }
 
@@ -22,8 +23,11 @@ type TokenService struct {
 // server_error). Any other code is counted as "other".
 var tokenRefusals = []string{
 	"invalid_request", "invalid_client", "invalid_scope", "unsupported_grant_type",
-	"slow_down", "temporarily_unavailable", "server_error",
+	"slow_down", "temporarily_unavailable", "server_error", "unauthorized_client",
 }
+
+// tokenEndpoints are the endpoints whose refusals are counted.
+var tokenEndpoints = []string{"token", "introspect", "revoke"}
 
 // NewTokenService registers the token service's metrics in m.
 func NewTokenService(m *Metrics) *TokenService {
@@ -33,13 +37,17 @@ func NewTokenService(m *Metrics) *TokenService {
 			Namespace: namespace, Name: "tokens_issued_total",
 			Help: "Access tokens issued.",
 		}),
+		revoked: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Name: "tokens_revoked_total",
+			Help: "Access tokens revoked by their clients (RFC 7009).",
+		}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "token_refusals_total",
-			Help: "Token and introspection requests refused, by endpoint (token, introspect) and OAuth error code.",
+			Help: "Token, introspection and revocation requests refused, by endpoint (token, introspect, revoke) and OAuth error code.",
 		}, []string{"endpoint", "reason"}),
 	}
-	m.Registry.MustRegister(t.issued, t.refused)
-	for _, e := range []string{"token", "introspect"} {
+	m.Registry.MustRegister(t.issued, t.revoked, t.refused)
+	for _, e := range tokenEndpoints {
 		for _, r := range tokenRefusals {
 			t.refused.WithLabelValues(e, r)
 		}
@@ -50,10 +58,13 @@ func NewTokenService(m *Metrics) *TokenService {
 // TokenIssued counts one issued access token.
 func (t *TokenService) TokenIssued() { t.issued.Inc() }
 
-// Refused counts a refused request of endpoint ("token" or "introspect")
-// answered with the OAuth error code reason.
+// TokenRevoked counts one access token revoked by its client.
+func (t *TokenService) TokenRevoked() { t.revoked.Inc() }
+
+// Refused counts a refused request of endpoint ("token", "introspect" or
+// "revoke") answered with the OAuth error code reason.
 func (t *TokenService) Refused(endpoint, reason string) {
-	if endpoint != "token" {
+	if !contains(tokenEndpoints, endpoint) {
 		endpoint = "introspect"
 	}
 	if !contains(tokenRefusals, reason) {

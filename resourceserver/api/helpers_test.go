@@ -129,7 +129,12 @@ func isExists(err error) bool { return errors.Is(err, clients.ErrExists) }
 // time.
 func (f *fixture) token(c clients.Client, scope string) string {
 	f.t.Helper()
-	return f.tokenAt(c.ID, scope, c.Generation)
+	tok, _, err := f.issuer.Issue(accesstoken.Grant{ClientID: c.ID, Scope: scope, Generation: c.Generation,
+		SecretID: c.Secrets[len(c.Secrets)-1].ID, Now: f.clock.Now()})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return tok
 }
 
 func (f *fixture) tokenAt(clientID, scope string, gen int64) string {

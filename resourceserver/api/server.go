@@ -44,7 +44,7 @@ type Config struct {
 // Admitter decides one API request of a token's client in one Redis round
 // trip: state check, rate limit and description (clients.Store.AdmitAPI).
 type Admitter interface {
-	AdmitAPI(ctx context.Context, id string, generation int64, now func() time.Time) (clients.APIAdmission, error)
+	AdmitAPI(ctx context.Context, t clients.TokenRef, now func() time.Time) (clients.APIAdmission, error)
 }
 
 // Deps are the server's collaborators. Every field is required.

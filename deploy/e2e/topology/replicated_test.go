@@ -78,6 +78,11 @@ func TestReplicaNotConfirmed(t *testing.T) {
 			_, admin := top.newOperator(t, false)
 			c := top.createClient(t, "events.subscribe")
 			oldToken := top.token(t, c, basicAuth)
+			// The resource server has read the Cluster's layout and the
+			// command table before the replica stops: a client that first
+			// asks a stopped node waits out its budget (503), which is not
+			// what this test is about.
+			top.wantMe(t, top.edge, oldToken, c.ID)
 
 			primary := rt.PrimaryFor(t, clientKey(top.prefix, c.ID))
 			replicas := rt.ReplicasOf(t, primary)

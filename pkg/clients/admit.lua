@@ -1,0 +1,25 @@
+-- admit.lua: one API request made with an access token (GET /api/v1/me/,
+-- the admin API), in one round trip (access.go, Store.AdmitAPI). Prefixed
+-- at load with package ratelimit's WindowLua.
+--
+-- KEYS (under the client's hash tag): 1 the client record, 2 its API log,
+-- 3 the token's revocation mark.
+-- ARGV: 1 the token's credential generation, 2 now_ms (0: the Redis
+-- clock), 3 window_ms, 4 the id of the secret the token came from.
+--
+-- Reply: {DEAD} when the client is not active at that generation, the
+-- secret was retired or the token revoked (RFC 7009); otherwise {ADMITTED
+-- or LIMITED, count, wait_ms, limit, name, audience, org_name, org_slug,
+-- environment}. Codes (named alike in access.go):
+local DEAD, ADMITTED, LIMITED = 0, 1, 2
+
+local st = redis.call('HMGET', KEYS[1], 'status', 'generation', 'rate_limit', 'name', 'audience', 'org_name',
+  'org_slug', 'environment', 'secret_id', 'secret2_id')
+if st[1] ~= 'active' or st[2] ~= ARGV[1] then return {DEAD} end
+if ARGV[4] ~= (st[9] or '1') and ARGV[4] ~= st[10] then return {DEAD} end
+if redis.call('EXISTS', KEYS[3]) == 1 then return {DEAD} end
+local limit = tonumber(st[3]) or 120
+local a, c, w = window_limit(KEYS[2], limit, tonumber(ARGV[3]), tonumber(ARGV[2]))
+local code = LIMITED
+if a == 1 then code = ADMITTED end
+return {code, c, w, limit, st[4], st[5], st[6], st[7], st[8]}

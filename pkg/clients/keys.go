@@ -1,0 +1,211 @@
+package clients
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strconv"
+
+	"github.com/lestrrat-go/jwx/v3/jwa"
+	"github.com/lestrrat-go/jwx/v3/jwk"
+	"github.com/redis/go-redis/v9"
+)
+
+// AssertionAlgorithms are the JWS algorithms a client assertion may be
+// signed with (private_key_jwt; RFC 7518 section 3.1, RFC 8037 for EdDSA):
+// never "none", never a MAC (HS*), whose key would be a shared secret.
+var AssertionAlgorithms = []string{"ES256", "ES384", "RS256", "RS384", "PS256", "EdDSA"}
+
+// Limits of a client's public keys.
+const (
+	MaxClientKeys     = 10
+	MaxJWKSBytes      = 64 << 10
+	MinRSAKeyBits     = 2048
+	maxJWKSURILength  = 2048
+	keysBlobURIMember = "jwks_uri"
+)
+
+// ClientKeySource is where a private_key_jwt client's public keys come
+// from: a JWK set registered with the client (JWKS), or a URL the token
+// service fetches them from (URL, its "jwks_uri", RFC 7591 section 2).
+type ClientKeySource struct {
+	// JWKS is a JWK set (RFC 7517 section 5) of public signing keys: EC
+	// P-256 or P-384, RSA of at least 2048 bits, or Ed25519; each with a
+	// "kid", unique in the set; "use", if given, "sig"; "alg", if given,
+	// one of AssertionAlgorithms and fit for the key.
+	JWKS []byte
+	// URL is an https URL serving such a set (http only with AllowHTTP).
+	URL string
+	// AllowHTTP accepts an http URL: the operator's choice, for a partner
+	// inside the operator's own network (README: JWKS_URL_ALLOW_HTTP).
+	AllowHTTP bool
+}
+
+// Validate reports what is wrong with the source: exactly one of JWKS and
+// URL, and what CheckKeySet or the URL rules say.
+func (k ClientKeySource) Validate() error {
+	switch {
+	case len(k.JWKS) > 0 && k.URL != "":
+		return errors.New("keys: give a JWK set or a jwks_uri, not both")
+	case k.URL != "":
+		return CheckJWKSURI(k.URL, k.AllowHTTP)
+	case len(k.JWKS) == 0:
+		return errors.New("keys: a private_key_jwt client needs a JWK set or a jwks_uri")
+	}
+	_, err := CheckKeySet(k.JWKS)
+	return err
+}
+
+// CheckJWKSURI checks a jwks_uri: an absolute https URL (http with
+// allowHTTP) without credentials or fragment, at most 2048 bytes.
+func CheckJWKSURI(raw string, allowHTTP bool) error {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil || u.Host == "" || len(raw) > maxJWKSURILength:
+		return fmt.Errorf("jwks_uri %q: not an absolute URL of at most %d bytes", raw, maxJWKSURILength)
+	case u.User != nil || u.Fragment != "":
+		return fmt.Errorf("jwks_uri %q: no credentials or fragment allowed", raw)
+	case u.Scheme == "https":
+		return nil
+	case u.Scheme == "http" && allowHTTP:
+		return nil
+	case u.Scheme == "http":
+		return fmt.Errorf("jwks_uri %q: must be https (the operator may allow http: JWKS_URL_ALLOW_HTTP=true)", raw)
+	}
+	return fmt.Errorf("jwks_uri %q: must be https", raw)
+}
+
+// CheckKeySet parses a JWK set of public signing keys and reports every
+// problem of it at once (see ClientKeySource.JWKS). A private key is
+// refused: the service must never hold a partner's private key.
+func CheckKeySet(data []byte) (jwk.Set, error) {
+	if len(data) > MaxJWKSBytes {
+		return nil, fmt.Errorf("keys: a JWK set of %d bytes: at most %d", len(data), MaxJWKSBytes)
+	}
+	set, err := jwk.Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("keys: not a JWK set: %w", err)
+	}
+	if set.Len() == 0 || set.Len() > MaxClientKeys {
+		return nil, fmt.Errorf("keys: %d keys: give 1 to %d", set.Len(), MaxClientKeys)
+	}
+	var errs []error
+	seen := map[string]bool{}
+	for i := range set.Len() {
+		key, _ := set.Key(i)
+		kid, ok := key.KeyID()
+		name := "key " + strconv.Itoa(i+1)
+		switch {
+		case !ok || kid == "":
+			errs = append(errs, fmt.Errorf("%s: a \"kid\" is required", name))
+		case seen[kid]:
+			errs = append(errs, fmt.Errorf("%s: \"kid\" %q is repeated", name, kid))
+		default:
+			name = fmt.Sprintf("key %q", kid)
+		}
+		seen[kid] = true
+		if priv, err := jwk.IsPrivateKey(key); err != nil || priv {
+			errs = append(errs, fmt.Errorf("%s: only public keys (a private or symmetric key must never leave its owner)", name))
+			continue
+		}
+		if use, ok := key.KeyUsage(); ok && use != "sig" {
+			errs = append(errs, fmt.Errorf("%s: \"use\" %q: must be \"sig\"", name, use))
+		}
+		fits := KeyAlgorithms(key)
+		if len(fits) == 0 {
+			errs = append(errs, fmt.Errorf("%s: unsupported key (EC P-256 or P-384, RSA of at least %d bits, or Ed25519)", name, MinRSAKeyBits))
+			continue
+		}
+		if alg, ok := key.Algorithm(); ok && !slices.Contains(fits, alg.String()) {
+			errs = append(errs, fmt.Errorf("%s: \"alg\" %q: must be one of %v for this key", name, alg.String(), fits))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return set, nil
+}
+
+// KeyAlgorithms lists the AssertionAlgorithms that key can verify (none
+// for a key this service does not accept).
+func KeyAlgorithms(key jwk.Key) []string {
+	switch k := key.(type) {
+	case jwk.ECDSAPublicKey:
+		switch crv, _ := k.Crv(); crv {
+		case jwa.P256():
+			return []string{"ES256"}
+		case jwa.P384():
+			return []string{"ES384"}
+		}
+	case jwk.RSAPublicKey:
+		if n, ok := k.N(); ok && len(bytes.TrimLeft(n, "\x00"))*8 >= MinRSAKeyBits {
+			return []string{"RS256", "RS384", "PS256"}
+		}
+	case jwk.OKPPublicKey:
+		if crv, _ := k.Crv(); crv == jwa.Ed25519() {
+			return []string{"EdDSA"}
+		}
+	}
+	return nil
+}
+
+// blob is what Redis keeps of the source (keysKey): the JWK set as given,
+// or {"jwks_uri": URL}.
+func (k ClientKeySource) blob() ([]byte, error) {
+	if k.URL != "" {
+		return json.Marshal(map[string]string{keysBlobURIMember: k.URL})
+	}
+	return k.JWKS, nil
+}
+
+// ClientKeys is what the token service needs to verify a client's
+// assertions: its keys (a set, or where to fetch them) and their version,
+// which Authenticate compares with the client's in its round trip.
+type ClientKeys struct {
+	// Keyed reports a private_key_jwt client; the rest is empty otherwise
+	// (an unknown client, a secret client).
+	Keyed   bool
+	Version string
+	Set     jwk.Set
+	URL     string
+}
+
+// keysKey holds a private_key_jwt client's public keys (ClientKeySource.blob).
+func (s *Store) keysKey(id string) string { return s.prefix + "{" + id + "}:keys" }
+
+// ClientKeys reads a client's public keys and their version in one round
+// trip (a pipeline of two reads on the client's slot).
+func (s *Store) ClientKeys(ctx context.Context, id string) (ClientKeys, error) {
+	if !ValidClientID(id) {
+		return ClientKeys{}, nil
+	}
+	var rec *redis.SliceCmd
+	var blob *redis.StringCmd
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		rec = p.HMGet(ctx, s.clientKey(id), "auth_method", "keys_version")
+		blob = p.Get(ctx, s.keysKey(id))
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return ClientKeys{}, unavailable("read client keys", err)
+	}
+	v := rec.Val()
+	if len(v) != 2 || str(v[0]) != AuthPrivateKeyJWT {
+		return ClientKeys{}, nil
+	}
+	out := ClientKeys{Keyed: true, Version: str(v[1])}
+	raw := []byte(blob.Val())
+	var uri map[string]string
+	if json.Unmarshal(raw, &uri) == nil && uri[keysBlobURIMember] != "" {
+		out.URL = uri[keysBlobURIMember]
+		return out, nil
+	}
+	if out.Set, err = jwk.Parse(raw); err != nil {
+		return ClientKeys{}, fmt.Errorf("client %s: stored keys: %w", id, err)
+	}
+	return out, nil
+}
