@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -105,14 +106,70 @@ func clientsCreate(fs *flag.FlagSet, env cli.Env) cli.Action {
 	audience := fs.String("audience", "", "pharma, hospital or psp_partner")
 	scopes := fs.String("scopes", "", "space-separated scopes")
 	rateLimit := fs.Int64("rate-limit", clients.DefaultRateLimitPerMinute, "API requests per minute, at least 1")
+	auth := fs.String("auth", clients.AuthClientSecret, "client_secret, or private_key_jwt (RFC 7523) with --jwks-file or --jwks-url")
+	keys := keyFlags(fs, env)
 	return operator(fs, env, func(ctx context.Context, ops *operations.Service, out output, _ []string) error {
 		if err := checkLimit("--rate-limit", *rateLimit); err != nil {
 			return err
 		}
-		c, err := ops.CreateClient(ctx, clients.ClientSpec{OrgSlug: *org, Name: *name, Audience: *audience,
-			Scopes: clients.ParseScopes(*scopes), RateLimitPerMinute: *rateLimit})
+		spec := clients.ClientSpec{OrgSlug: *org, Name: *name, Audience: *audience,
+			Scopes: clients.ParseScopes(*scopes), RateLimitPerMinute: *rateLimit}
+		switch *auth {
+		case clients.AuthClientSecret:
+			if keys.given() {
+				return usagef("--jwks-file and --jwks-url are for --auth private_key_jwt")
+			}
+		case clients.AuthPrivateKeyJWT:
+			src, err := keys.source()
+			if err != nil {
+				return err
+			}
+			spec.Keys = &src
+		default:
+			return usagef("--auth %q: client_secret or private_key_jwt", *auth)
+		}
+		c, err := ops.CreateClient(ctx, spec)
+		if spec.Keys != nil {
+			return out.changed(c.Client, err, "created client %s: it authenticates with private_key_jwt (assertions signed by its keys; no secret)")
+		}
 		return out.secret(c, err, "created client")
 	})
+}
+
+// keyFlags declares --jwks-file and --jwks-url: a private_key_jwt client's
+// public keys.
+func keyFlags(fs *flag.FlagSet, env cli.Env) *keySource {
+	k := &keySource{getenv: env.Getenv}
+	fs.StringVar(&k.file, "jwks-file", "", "a file holding the client's public JWK set (RFC 7517)")
+	fs.StringVar(&k.url, "jwks-url", "", "an https URL serving the client's public JWK set, fetched by the token service (http only with JWKS_URL_ALLOW_HTTP=true)")
+	return k
+}
+
+type keySource struct {
+	file, url string
+	getenv    func(string) string
+}
+
+func (k *keySource) given() bool { return k.file != "" || k.url != "" }
+
+// source reads the keys the flags name; a problem with them is a usage
+// error (exit 2) that says every problem at once.
+func (k *keySource) source() (clients.ClientKeySource, error) {
+	if (k.file == "") == (k.url == "") {
+		return clients.ClientKeySource{}, usagef("give one of --jwks-file and --jwks-url")
+	}
+	src := clients.ClientKeySource{URL: k.url, AllowHTTP: k.getenv("JWKS_URL_ALLOW_HTTP") == "true"}
+	if k.file != "" {
+		data, err := os.ReadFile(k.file)
+		if err != nil {
+			return src, usagef("--jwks-file: %v", err)
+		}
+		src.JWKS = data
+	}
+	if err := src.Validate(); err != nil {
+		return src, usagef("%v", err)
+	}
+	return src, nil
 }
 
 func operatorsCreate(fs *flag.FlagSet, env cli.Env) cli.Action {
@@ -128,6 +185,36 @@ func clientsRotate(fs *flag.FlagSet, env cli.Env) cli.Action {
 	return operator(fs, env, func(ctx context.Context, ops *operations.Service, out output, args []string) error {
 		c, err := ops.RotateSecret(ctx, args[0])
 		return out.secret(c, err, "rotated the secret of client")
+	})
+}
+
+func clientsAddSecret(fs *flag.FlagSet, env cli.Env) cli.Action {
+	return operator(fs, env, func(ctx context.Context, ops *operations.Service, out output, args []string) error {
+		c, err := ops.AddSecret(ctx, args[0])
+		return out.secret(c, err, fmt.Sprintf("added secret %d to client", c.SecretID))
+	})
+}
+
+func clientsRetireSecret(fs *flag.FlagSet, env cli.Env) cli.Action {
+	return operator(fs, env, func(ctx context.Context, ops *operations.Service, out output, args []string) error {
+		sid, err := strconv.ParseInt(args[1], 10, 64)
+		if err != nil || sid < 1 {
+			return usagef("secret id %q is not a whole number of at least 1 ('authserver clients show %s' lists them)", args[1], args[0])
+		}
+		c, err := ops.RetireSecret(ctx, args[0], sid)
+		return out.changed(c, err, "retired secret "+args[1]+" of client %s: it and every token issued for it are dead")
+	})
+}
+
+func clientsRotateKeys(fs *flag.FlagSet, env cli.Env) cli.Action {
+	keys := keyFlags(fs, env)
+	return operator(fs, env, func(ctx context.Context, ops *operations.Service, out output, args []string) error {
+		src, err := keys.source()
+		if err != nil {
+			return err
+		}
+		c, err := ops.RotateKeys(ctx, args[0], src)
+		return out.changed(c, err, "rotated the keys of client %s: assertions of the old keys and every token issued before are dead")
 	})
 }
 
@@ -259,6 +346,19 @@ func (o output) secret(c operations.WithSecret, err error, verb string) error {
 	return err
 }
 
+// changed prints a client after a change (line: a format with the client
+// id) and returns err; a change the replicas did not confirm is printed
+// too, since it took effect on the primary.
+func (o output) changed(c clients.Client, err error, line string) error {
+	if c.ID == "" || (err != nil && !errors.Is(err, clients.ErrNotReplicated)) {
+		return err
+	}
+	if perr := o.print(c, func(w io.Writer) { fmt.Fprintf(w, line+"\n", c.ID); describe(w, c) }); perr != nil {
+		return perr
+	}
+	return err
+}
+
 func (o output) seed(org clients.Org, seeded []clients.SeededClient) error {
 	if o.json {
 		type item struct {
@@ -285,8 +385,18 @@ func (o output) seed(org clients.Org, seeded []clients.SeededClient) error {
 
 func describe(w io.Writer, c clients.Client) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "  name\t%s\n  audience\t%s\n  organisation\t%s (%s)\n  environment\t%s\n  scopes\t%s\n  status\t%s\n  rate limit\t%d/min API, %d/min token\n  generation\t%d\n  created\t%s\n",
+	fmt.Fprintf(tw, "  name\t%s\n  audience\t%s\n  organisation\t%s (%s)\n  environment\t%s\n  scopes\t%s\n  status\t%s\n  rate limit\t%d/min API, %d/min token\n  generation\t%d\n  created\t%s\n  authentication\t%s\n",
 		c.Name, c.Audience, c.OrgSlug, c.OrgName, c.Environment, strings.Join(c.Scopes, " "), c.Status,
-		c.RateLimitPerMinute, c.TokenRateLimitPerMinute, c.Generation, c.CreatedAt.Format(time.RFC3339))
+		c.RateLimitPerMinute, c.TokenRateLimitPerMinute, c.Generation, c.CreatedAt.Format(time.RFC3339), c.AuthMethod)
+	for _, si := range c.Secrets {
+		fmt.Fprintf(tw, "  secret %d\tsince %s\n", si.ID, si.CreatedAt.Format(time.RFC3339))
+	}
+	if c.AuthMethod == clients.AuthPrivateKeyJWT {
+		keys := "registered JWK set"
+		if c.JWKSURI != "" {
+			keys = c.JWKSURI
+		}
+		fmt.Fprintf(tw, "  keys\tversion %d, %s\n", c.KeysVersion, keys)
+	}
 	tw.Flush()
 }

@@ -50,7 +50,9 @@ type serveConfig struct {
 	LogLevel       string
 	// AcceptLegacySecrets: see tokenserver.Config.AcceptLegacySecrets.
 	AcceptLegacySecrets bool
-	MaxConns            int // 0: httpserver.DefaultMaxConns (from RLIMIT_NOFILE)
+	// JWKS: what clients' jwks_uri may be (tokenserver.JWKSPolicy).
+	JWKS     tokenserver.JWKSPolicy
+	MaxConns int // 0: httpserver.DefaultMaxConns (from RLIMIT_NOFILE)
 }
 
 func (c serveConfig) Validate() error {
@@ -100,6 +102,10 @@ func serveCommand(fs *flag.FlagSet, env cli.Env) cli.Action {
 	fs.StringVar(&cfg.LogLevel, "log-level", getenv("LOG_LEVEL"), "debug, info, warn or error (env LOG_LEVEL; default info)")
 	fs.BoolVar(&cfg.AcceptLegacySecrets, "accept-legacy-secrets", getenv("ACCEPT_LEGACY_SECRETS") == "true",
 		"also accept client secrets issued before checksums, until every such client is rotated (env ACCEPT_LEGACY_SECRETS=true)")
+	fs.BoolVar(&cfg.JWKS.AllowHTTP, "jwks-url-allow-http", getenv("JWKS_URL_ALLOW_HTTP") == "true",
+		"fetch private_key_jwt clients' jwks_uri over plain http too, not only https (env JWKS_URL_ALLOW_HTTP=true)")
+	fs.BoolVar(&cfg.JWKS.AllowPrivate, "jwks-url-allow-private", getenv("JWKS_URL_ALLOW_PRIVATE") == "true",
+		"let a jwks_uri resolve to loopback, private or link-local addresses (env JWKS_URL_ALLOW_PRIVATE=true)")
 	maxConns := fs.String("max-conns", getenv("MAX_CONNS"), "connections served at once (env MAX_CONNS; default: from the open file limit)")
 	return func(ctx context.Context, _ []string) error {
 		if cfg.RedisURL == "" {
@@ -140,7 +146,7 @@ func serve(ctx context.Context, cfg serveConfig, env cli.Env) error {
 	prefix := env.Getenv("REDIS_KEY_PREFIX")
 	registry := clients.NewStore(rdb, prefix, nil)
 	h, err := tokenserver.NewServer(logger, tokenserver.Config{Issuer: cfg.Issuer, Audience: cfg.Audience, Trust: trust, KeyPrefix: prefix,
-		AcceptLegacySecrets: cfg.AcceptLegacySecrets},
+		AcceptLegacySecrets: cfg.AcceptLegacySecrets, JWKS: cfg.JWKS},
 		tokenserver.Deps{
 			Registry: registry,
 			Keys:     keys,

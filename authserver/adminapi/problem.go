@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/partnerapi/authplatform/authserver/operations"
 	"github.com/partnerapi/authplatform/pkg/clients"
@@ -70,6 +71,8 @@ func problemOf(err error) *problem {
 		return newProblem(http.StatusNotFound, "not_found", err.Error())
 	case errors.Is(err, clients.ErrExists):
 		return newProblem(http.StatusConflict, "exists", err.Error())
+	case errors.Is(err, clients.ErrConflict):
+		return newProblem(http.StatusConflict, "conflict", strings.TrimPrefix(err.Error(), clients.ErrConflict.Error()+": "))
 	case errors.Is(err, clients.ErrRevoked):
 		return newProblem(http.StatusConflict, "revoked", err.Error()+": a revoked client cannot be changed")
 	case errors.Is(err, redisconn.ErrPrimaryMoved):

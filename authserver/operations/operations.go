@@ -37,6 +37,8 @@ func CheckLimit(what string, n int64) error {
 type WithSecret struct {
 	clients.Client
 	ClientSecret string `json:"client_secret"`
+	// SecretID is the new secret's id (add-secret only).
+	SecretID int64 `json:"secret_id,omitempty"`
 }
 
 // CreateOrg creates an organisation.
@@ -86,9 +88,31 @@ func (s *Service) RotateSecret(ctx context.Context, id string) (WithSecret, erro
 
 func withSecret(c clients.Client, secret string, err error) (WithSecret, error) {
 	if secret == "" {
-		return WithSecret{}, err
+		return WithSecret{Client: c}, err
 	}
 	return WithSecret{Client: c, ClientSecret: secret}, err
+}
+
+// AddSecret gives a client a second secret for a rotation without downtime
+// (README: Rotation without downtime). An addition the replicas did not
+// confirm comes back with the secret and the error: it works now.
+func (s *Service) AddSecret(ctx context.Context, id string) (WithSecret, error) {
+	c, sid, secret, err := s.Registry.AddSecret(ctx, id)
+	w, err := withSecret(c, secret, err)
+	w.SecretID = sid
+	return w, err
+}
+
+// RetireSecret takes one of a client's two secrets away; that secret's
+// tokens die at once, the other's live on.
+func (s *Service) RetireSecret(ctx context.Context, id string, secretID int64) (clients.Client, error) {
+	return s.Registry.RetireSecret(ctx, id, secretID)
+}
+
+// RotateKeys replaces a private_key_jwt client's public keys; every token
+// issued before dies at once.
+func (s *Service) RotateKeys(ctx context.Context, id string, keys clients.ClientKeySource) (clients.Client, error) {
+	return s.Registry.RotateKeys(ctx, id, keys)
 }
 
 // Revoke ends a client for good.

@@ -56,6 +56,7 @@ type env struct {
 	ceiling  int   // per-address ceiling of failed requests
 	repeats  int64 // per-address and per-client limit of repeated refused secrets
 	legacy   bool  // Config.AcceptLegacySecrets of instances started from now on
+	jwks     JWKSPolicy
 	logs     *logtest.Sink
 	url      string // base URL of the first instance
 	srv      *Server
@@ -86,6 +87,9 @@ func withRepeats(n int64) envOption { return func(e *env) { e.repeats = n } }
 
 // withCeiling sets the per-address ceiling of failed requests.
 func withCeiling(n int) envOption { return func(e *env) { e.ceiling = n } }
+
+// withJWKSPolicy sets what clients' jwks_uri may be.
+func withJWKSPolicy(p JWKSPolicy) envOption { return func(e *env) { e.jwks = p } }
 
 // withRedisClock lets the rate limits run on the Redis server's clock.
 func withRedisClock() envOption { return func(e *env) { e.rate = nil } }
@@ -127,7 +131,7 @@ func (e *env) start(keys *accesstoken.KeySet) (string, *Server) {
 	s, err := NewServer(logger, Config{
 		Issuer: testIssuer, Audience: testAudience, Trust: e.trust, FailuresPerMinute: e.failures,
 		RepeatedFailuresPerMinute: e.repeats, AddressFailuresPerMinute: e.ceiling, Now: e.now.Now, RateNow: rateNow, KeyPrefix: e.prefix,
-		AcceptLegacySecrets: e.legacy,
+		AcceptLegacySecrets: e.legacy, JWKS: e.jwks,
 	}, Deps{
 		Registry: e.store,
 		Keys:     keys,
