@@ -171,7 +171,7 @@ func (c Config) validate() (Config, error) {
 		c.HTTPClient = http.DefaultClient
 	}
 	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
+		c.Logger = slog.New(discardHandler{})
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -189,6 +189,15 @@ func (c Config) validate() (Config, error) {
 	}
 	return c, nil
 }
+
+// discardHandler drops every record: slog.DiscardHandler is Go 1.24, newer
+// than the module's go directive.
+type discardHandler struct{}
+
+func (discardHandler) Enabled(context.Context, slog.Level) bool  { return false }
+func (discardHandler) Handle(context.Context, slog.Record) error { return nil }
+func (d discardHandler) WithAttrs([]slog.Attr) slog.Handler      { return d }
+func (d discardHandler) WithGroup(string) slog.Handler           { return d }
 
 func sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
