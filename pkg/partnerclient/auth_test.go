@@ -430,3 +430,27 @@ func TestNoKeyInOutput(t *testing.T) {
 		t.Errorf("String %s, want %s", cfg.String(), want)
 	}
 }
+
+// failingSigner is a KMS that is down.
+type failingSigner struct{ crypto.Signer }
+
+func (failingSigner) Sign(io.Reader, []byte, crypto.SignerOpts) ([]byte, error) {
+	return nil, errors.New("kms: unavailable")
+}
+
+func TestSigningFailure(t *testing.T) {
+	rec := newRecorder(t)
+	sl := &sleeps{}
+	ts, err := NewTokenSource(Config{BaseURL: rec.srv.URL, ClientID: "svc_client", PrivateKey: failingSigner{testKeys()[ES256]}, KeyID: "k", Sleep: sl.sleep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = ts.Token()
+	var te *TokenError
+	if !errors.As(err, &te) || !strings.Contains(err.Error(), "signing the client assertion: kms: unavailable") {
+		t.Errorf("error %v", err)
+	}
+	if len(rec.requests()) != 0 || len(sl.d) != 0 {
+		t.Errorf("%d requests and %d retries after a signing failure, want none", len(rec.requests()), len(sl.d))
+	}
+}

@@ -28,6 +28,7 @@ type TokenError struct {
 	Err error
 
 	revocation bool // from the revocation endpoint (RFC 7009), not the token endpoint
+	final      bool // no retry can help: the client assertion could not be signed
 }
 
 func (e *TokenError) Error() string {

@@ -173,7 +173,7 @@ func (s *TokenSource) retry(ctx context.Context, endpoint string, do func() erro
 			return nil
 		}
 		var te *TokenError
-		if !errors.As(err, &te) || attempt >= s.cfg.MaxRetries {
+		if !errors.As(err, &te) || te.final || attempt >= s.cfg.MaxRetries {
 			return err
 		}
 		if te.StatusCode != 0 && !retryable(te.StatusCode) {
@@ -223,7 +223,7 @@ func (s *TokenSource) authenticate(form url.Values) (authorization string, err e
 func (s *TokenSource) post(ctx context.Context, endpoint string, form url.Values, revocation bool) (*http.Response, []byte, error) {
 	authorization, err := s.authenticate(form)
 	if err != nil {
-		return nil, nil, &TokenError{Err: err, revocation: revocation}
+		return nil, nil, &TokenError{Err: err, revocation: revocation, final: true}
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
 	if err != nil {
