@@ -2,12 +2,14 @@ package partnerclient
 
 import (
 	"context"
+	"crypto"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 )
 
@@ -22,6 +24,10 @@ const (
 	// AuthForm sends them as the client_id and client_secret form
 	// parameters: client_secret_post.
 	AuthForm
+	// AuthPrivateKeyJWT sends client_id and a JWT signed with
+	// Config.PrivateKey as client_assertion (RFC 7523 section 2.2, RFC 7521
+	// section 4.2): private_key_jwt. Setting PrivateKey selects it.
+	AuthPrivateKeyJWT
 )
 
 // Defaults of Config.
@@ -32,11 +38,15 @@ const (
 	DefaultBaseDelay   = 500 * time.Millisecond
 	DefaultMaxDelay    = 8 * time.Second
 	DefaultTokenPath   = "/api/v1/oauth/token/"
+	// DefaultRevocationPath is the revocation endpoint below BaseURL
+	// (RFC 7009 section 2).
+	DefaultRevocationPath = "/api/v1/oauth/revoke/"
 )
 
 // Config configures a TokenSource and the clients built on it. Only
-// BaseURL (or TokenURL), ClientID and ClientSecret are required. A Config
-// prints, formats and logs without its secret.
+// BaseURL (or TokenURL), ClientID and either ClientSecret or PrivateKey
+// and KeyID are required. A Config prints, formats and logs without its
+// secret or private key.
 type Config struct {
 	// BaseURL is the API's base address, such as "https://api.example.com":
 	// the token endpoint is BaseURL + DefaultTokenPath unless TokenURL is
@@ -52,8 +62,31 @@ type Config struct {
 	// Scopes narrows the token to fewer scopes than the client holds
 	// (empty: every scope the client holds).
 	Scopes []string
-	// AuthStyle is how the secret is sent (default AuthBasic).
+	// AuthStyle is how the secret is sent (default AuthBasic; with
+	// PrivateKey, AuthPrivateKeyJWT).
 	AuthStyle AuthStyle
+
+	// PrivateKey, instead of ClientSecret, authenticates the client with
+	// private_key_jwt (RFC 7523 section 2.2): every token and revocation
+	// request carries a fresh JWT signed with it. Its public key is the one
+	// registered for the client. Any crypto.Signer works, such as a key in
+	// an HSM or a cloud KMS; ParsePrivateJWK reads one from a JWK. It never
+	// appears in an error or a log, nor do the assertions.
+	PrivateKey crypto.Signer
+	// KeyID is the "kid" of the public key registered for PrivateKey,
+	// sent in every assertion's JOSE header (required with PrivateKey).
+	KeyID string
+	// Algorithm is the JWS algorithm of the assertions: ES256, ES384,
+	// RS256, RS384, PS256 or EdDSA, fitting PrivateKey (empty: ES256 or
+	// ES384 by curve, RS256 for RSA, EdDSA for Ed25519).
+	Algorithm string
+	// AssertionAudience is the assertions' "aud" (empty: the token URL).
+	// The server accepts its issuer identifier or its token endpoint URL
+	// (RFC 7523 section 3, item 3).
+	AssertionAudience string
+	// RevocationURL overrides the revocation endpoint's address (RFC 7009
+	// section 2; default BaseURL + DefaultRevocationPath).
+	RevocationURL string
 
 	// RenewBefore is how long before its expiry a cached token is renewed
 	// (0: DefaultRenewBefore, 60 s, as the API recommends).
@@ -89,8 +122,12 @@ type Config struct {
 	Jitter func(d time.Duration) time.Duration
 }
 
-// String describes the configuration without its secret.
+// String describes the configuration without its secret or private key.
 func (c Config) String() string {
+	if c.PrivateKey != nil {
+		return fmt.Sprintf("partnerclient.Config{BaseURL: %q, TokenURL: %q, ClientID: %q, PrivateKey: (redacted), KeyID: %q, Algorithm: %q, Scopes: %q}",
+			c.BaseURL, c.tokenURL(), c.ClientID, c.KeyID, c.Algorithm, c.Scopes)
+	}
 	return fmt.Sprintf("partnerclient.Config{BaseURL: %q, TokenURL: %q, ClientID: %q, ClientSecret: %s, Scopes: %q}",
 		c.BaseURL, c.tokenURL(), c.ClientID, redacted(c.ClientSecret), c.Scopes)
 }
@@ -98,8 +135,13 @@ func (c Config) String() string {
 // GoString is String: %#v must not print the secret either.
 func (c Config) GoString() string { return c.String() }
 
-// LogValue logs the configuration without its secret (log/slog).
+// LogValue logs the configuration without its secret or private key
+// (log/slog).
 func (c Config) LogValue() slog.Value {
+	if c.PrivateKey != nil {
+		return slog.GroupValue(slog.String("token_url", c.tokenURL()), slog.String("client_id", c.ClientID),
+			slog.String("private_key", "(redacted)"), slog.String("key_id", c.KeyID), slog.String("algorithm", c.Algorithm))
+	}
 	return slog.GroupValue(slog.String("token_url", c.tokenURL()), slog.String("client_id", c.ClientID),
 		slog.String("client_secret", redacted(c.ClientSecret)))
 }
@@ -125,21 +167,71 @@ func (c Config) tokenURL() string {
 	return u
 }
 
+// revocationURL is RevocationURL, or BaseURL + DefaultRevocationPath, or
+// the token URL with DefaultTokenPath replaced by DefaultRevocationPath;
+// empty if none of these applies.
+func (c Config) revocationURL() string {
+	if c.RevocationURL != "" {
+		return c.RevocationURL
+	}
+	if c.BaseURL != "" {
+		u, err := url.JoinPath(c.BaseURL, DefaultRevocationPath)
+		if err != nil {
+			return ""
+		}
+		return u
+	}
+	if t := c.tokenURL(); strings.HasSuffix(t, DefaultTokenPath) {
+		return strings.TrimSuffix(t, DefaultTokenPath) + DefaultRevocationPath
+	}
+	return ""
+}
+
+func absoluteHTTP(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != ""
+}
+
 // validate reports every problem at once and returns c with its defaults.
 func (c Config) validate() (Config, error) {
 	var errs []error
 	if c.tokenURL() == "" {
 		errs = append(errs, errors.New("partnerclient: BaseURL or TokenURL is required"))
-	} else if u, err := url.Parse(c.tokenURL()); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+	} else if !absoluteHTTP(c.tokenURL()) {
 		errs = append(errs, errors.New("partnerclient: the token URL must be an absolute http(s) URL"))
+	}
+	if c.RevocationURL != "" && !absoluteHTTP(c.RevocationURL) {
+		errs = append(errs, errors.New("partnerclient: RevocationURL must be an absolute http(s) URL"))
 	}
 	if c.ClientID == "" {
 		errs = append(errs, errors.New("partnerclient: ClientID is required"))
 	}
-	if c.ClientSecret == "" {
-		errs = append(errs, errors.New("partnerclient: ClientSecret is required"))
+	switch {
+	case c.PrivateKey != nil:
+		if c.ClientSecret != "" {
+			errs = append(errs, errors.New("partnerclient: set ClientSecret or PrivateKey, not both"))
+		}
+		if c.AuthStyle == AuthForm {
+			errs = append(errs, errors.New("partnerclient: AuthForm sends a ClientSecret, not a PrivateKey"))
+		}
+		if c.KeyID == "" {
+			errs = append(errs, errors.New("partnerclient: KeyID is required with PrivateKey"))
+		}
+		if c.Algorithm == "" {
+			c.Algorithm = defaultAlgorithm(c.PrivateKey.Public())
+		}
+		if err := checkAlgorithm(c.Algorithm, c.PrivateKey.Public()); err != nil {
+			errs = append(errs, err)
+		}
+		if c.AssertionAudience == "" {
+			c.AssertionAudience = c.tokenURL()
+		}
+	case c.AuthStyle == AuthPrivateKeyJWT:
+		errs = append(errs, errors.New("partnerclient: AuthPrivateKeyJWT needs PrivateKey"))
+	case c.ClientSecret == "":
+		errs = append(errs, errors.New("partnerclient: ClientSecret (or PrivateKey) is required"))
 	}
-	if c.AuthStyle != AuthBasic && c.AuthStyle != AuthForm {
+	if c.AuthStyle != AuthBasic && c.AuthStyle != AuthForm && c.AuthStyle != AuthPrivateKeyJWT {
 		errs = append(errs, errors.New("partnerclient: unknown AuthStyle"))
 	}
 	if c.RenewBefore < 0 || c.MaxWait < 0 || c.BaseDelay < 0 || c.MaxDelay < 0 {
@@ -149,6 +241,10 @@ func (c Config) validate() (Config, error) {
 		return c, err
 	}
 	c.TokenURL = c.tokenURL()
+	c.RevocationURL = c.revocationURL()
+	if c.PrivateKey != nil {
+		c.AuthStyle = AuthPrivateKeyJWT
+	}
 	if c.RenewBefore == 0 {
 		c.RenewBefore = DefaultRenewBefore
 	}
@@ -171,7 +267,7 @@ func (c Config) validate() (Config, error) {
 		c.HTTPClient = http.DefaultClient
 	}
 	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
+		c.Logger = slog.New(discardHandler{})
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -189,6 +285,15 @@ func (c Config) validate() (Config, error) {
 	}
 	return c, nil
 }
+
+// discardHandler drops every record: slog.DiscardHandler is Go 1.24, newer
+// than the module's go directive.
+type discardHandler struct{}
+
+func (discardHandler) Enabled(context.Context, slog.Level) bool  { return false }
+func (discardHandler) Handle(context.Context, slog.Record) error { return nil }
+func (d discardHandler) WithAttrs([]slog.Attr) slog.Handler      { return d }
+func (d discardHandler) WithGroup(string) slog.Handler           { return d }
 
 func sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)

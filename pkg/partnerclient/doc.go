@@ -22,12 +22,56 @@
 // [NewHTTPClient] wraps both in an *http.Client; [Client] adds typed calls
 // of the API's endpoints.
 //
-// Errors are typed and work with errors.As: a [*TokenError] carries the
-// token endpoint's OAuth "error" and "error_description" (RFC 6749 section
-// 5.2), an [*APIError] the API's "detail"; both carry the HTTP status and
-// Retry-After. Neither, nor any String or log value of this package,
-// contains the client secret or an access token.
+// # Client authentication
 //
-// The package imports nothing of the servers; it is what a partner imports.
-// Its behaviour against the real servers is tested in deploy/e2e/sdk.
+// The client authenticates to the token endpoint with its secret, in HTTP
+// Basic ([AuthBasic], client_secret_basic, the default; RFC 6749 section
+// 2.3.1) or in the form ([AuthForm], client_secret_post), or with a private
+// key instead of a secret: private_key_jwt (RFC 7523 section 2.2, RFC 7521
+// section 4.2). Set Config.PrivateKey (any crypto.Signer: an
+// *ecdsa.PrivateKey, *rsa.PrivateKey, ed25519.PrivateKey, or a key in an
+// HSM or a cloud KMS), KeyID (the "kid" of the public key registered for
+// the client) and optionally Algorithm (ES256, ES384, RS256, RS384, PS256 or
+// EdDSA; by default ES256 or ES384 by curve, RS256 for RSA, EdDSA for
+// Ed25519). [ParsePrivateJWK] reads the three from a private JWK (RFC 7517).
+// Every token request then carries client_id, client_assertion_type
+// (urn:ietf:params:oauth:client-assertion-type:jwt-bearer) and a fresh
+// client_assertion: a JWT with iss = sub = the client id, aud =
+// AssertionAudience or the token endpoint URL, iat, exp 60 s later and a
+// random jti, never reused, not even by a retry.
+//
+//	jwk, err := partnerclient.ParsePrivateJWK(data) // {"kty":"EC","crv":"P-256","kid":...,"d":...}
+//	cfg := partnerclient.Config{BaseURL: "https://api.example.com", ClientID: "svc_...",
+//		PrivateKey: jwk.Key, KeyID: jwk.KeyID, Algorithm: jwk.Algorithm}
+//
+// # Revocation
+//
+// [TokenSource.Revoke] revokes a token (RFC 7009) at BaseURL +
+// /api/v1/oauth/revoke/ (Config.RevocationURL), with the client
+// authentication of token requests; [TokenSource.RevokeCached] revokes the
+// cached token and drops it, as a client does when it shuts down or fears
+// its token leaked. Errors are *TokenError; 429 and 5xx are retried as for
+// token requests.
+//
+// # Errors
+//
+// Errors are typed and work with errors.As: a [*TokenError] carries the
+// token or revocation endpoint's OAuth "error" and "error_description"
+// (RFC 6749 section 5.2, RFC 7009 section 2.2.1), an [*APIError] the API's
+// "detail"; both carry the HTTP status and Retry-After. Neither, nor any
+// String or log value of this package, contains the client secret, the
+// private key, a client assertion or an access token.
+//
+// # Module
+//
+// The package is a Go module of its own,
+// github.com/partnerapi/authplatform/pkg/partnerclient, declaring go 1.22
+// and requiring only golang.org/x/oauth2 and golang.org/x/sync: it signs
+// the client assertions with the standard library, without a JOSE library.
+//
+//	go get github.com/partnerapi/authplatform/pkg/partnerclient
+//
+// It imports nothing of the servers; it is what a partner imports. Its
+// behaviour against the real servers is tested in deploy/e2e/sdk, which also
+// runs this module's own tests (TestSDKModule).
 package partnerclient

@@ -11,7 +11,8 @@ import (
 )
 
 // TokenError is an error answer of the token endpoint (RFC 6749 section
-// 5.2), or a token response that could not be used.
+// 5.2) or of the revocation endpoint (RFC 7009 section 2.2.1), or a token
+// response that could not be used, or a request that could not be sent.
 type TokenError struct {
 	// StatusCode is the HTTP status (0 when no answer was received).
 	StatusCode int
@@ -23,13 +24,20 @@ type TokenError struct {
 	// RetryAfter is the wait the server asked for (0: none).
 	RetryAfter time.Duration
 	// Err is the underlying failure, if any (a connection error, a context
-	// error, an unreadable body).
+	// error, an unreadable body, a failure to sign the client assertion).
 	Err error
+
+	revocation bool // from the revocation endpoint (RFC 7009), not the token endpoint
+	final      bool // no retry can help: the client assertion could not be signed
 }
 
 func (e *TokenError) Error() string {
 	var b strings.Builder
-	b.WriteString("partnerclient: token request failed")
+	if e.revocation {
+		b.WriteString("partnerclient: revocation request failed")
+	} else {
+		b.WriteString("partnerclient: token request failed")
+	}
 	if e.StatusCode != 0 {
 		fmt.Fprintf(&b, ": %d", e.StatusCode)
 	}

@@ -74,6 +74,59 @@ func ExampleNewTokenSource() {
 	fmt.Println(tok.TokenType, tok.Expiry)
 }
 
+// With private_key_jwt the client holds a private key instead of a secret:
+// every token request carries a fresh JWT signed with it (RFC 7523 section
+// 2.2). ParsePrivateJWK reads the key, its kid and its alg from a private
+// JWK; any crypto.Signer (a KMS or HSM key) works as PrivateKey too.
+func ExampleParsePrivateJWK() {
+	data, err := os.ReadFile(os.Getenv("PARTNER_PRIVATE_JWK_FILE")) // {"kty":"EC","crv":"P-256","kid":"...","x":...,"y":...,"d":...}
+	if err != nil {
+		log.Fatal(err)
+	}
+	jwk, err := partnerclient.ParsePrivateJWK(data)
+	if err != nil {
+		log.Fatal(err)
+	}
+	c, err := partnerclient.New(partnerclient.Config{
+		BaseURL:    "https://api.example.com",
+		ClientID:   os.Getenv("PARTNER_CLIENT_ID"),
+		PrivateKey: jwk.Key,
+		KeyID:      jwk.KeyID,
+		Algorithm:  jwk.Algorithm, // ES256, ES384, RS256, RS384, PS256 or EdDSA
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	me, err := c.Me(context.Background())
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(me.ClientID)
+}
+
+// RevokeCached revokes the cached token at the revocation endpoint (RFC
+// 7009) and drops it: a client shutting down ends its token's life instead
+// of leaving it valid until it expires.
+func ExampleTokenSource_RevokeCached() {
+	c, err := partnerclient.New(partnerclient.Config{
+		BaseURL:      "https://api.example.com",
+		ClientID:     os.Getenv("PARTNER_CLIENT_ID"),
+		ClientSecret: os.Getenv("PARTNER_CLIENT_SECRET"),
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	defer func() {
+		if err := c.TokenSource().RevokeCached(ctx); err != nil {
+			log.Print(err) // a *partnerclient.TokenError: "partnerclient: revocation request failed: ..."
+		}
+	}()
+	if _, err := c.Me(ctx); err != nil {
+		log.Fatal(err)
+	}
+}
+
 // Errors carry the OAuth error or the API's detail, the status and
 // Retry-After, and work with errors.As through the *url.Error that
 // http.Client wraps around them.

@@ -2,6 +2,8 @@ package partnerclient
 
 import (
 	"context"
+	"crypto"
+	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -22,10 +24,12 @@ import (
 // while no valid token is cached, one token request is in flight and all of
 // them get its result.
 type TokenSource struct {
-	cfg Config // ClientSecret cleared: see secret
-	// secret returns the client secret. A closure, not a string field, so
-	// that no fmt verb (%#v prints unexported fields) can print it.
+	cfg Config // ClientSecret and PrivateKey cleared: see secret and signer
+	// secret returns the client secret, signer the private key. Closures,
+	// not fields, so that no fmt verb (%#v prints unexported fields) can
+	// print them.
 	secret func() string
+	signer func() crypto.Signer
 	group  singleflight.Group
 
 	mu  sync.Mutex
@@ -40,13 +44,17 @@ func NewTokenSource(cfg Config) (*TokenSource, error) {
 	if err != nil {
 		return nil, err
 	}
-	secret := cfg.ClientSecret
-	cfg.ClientSecret = ""
-	return &TokenSource{cfg: cfg, secret: func() string { return secret }}, nil
+	secret, key := cfg.ClientSecret, cfg.PrivateKey
+	cfg.ClientSecret, cfg.PrivateKey = "", nil
+	return &TokenSource{cfg: cfg, secret: func() string { return secret }, signer: func() crypto.Signer { return key }}, nil
 }
 
-// String describes the source without its secret or token.
+// String describes the source without its secret, key or token.
 func (s *TokenSource) String() string {
+	if s.cfg.AuthStyle == AuthPrivateKeyJWT {
+		return fmt.Sprintf("partnerclient.TokenSource{TokenURL: %q, ClientID: %q, PrivateKey: (redacted), KeyID: %q, Algorithm: %q}",
+			s.cfg.TokenURL, s.cfg.ClientID, s.cfg.KeyID, s.cfg.Algorithm)
+	}
 	return fmt.Sprintf("partnerclient.TokenSource{TokenURL: %q, ClientID: %q, ClientSecret: (redacted)}", s.cfg.TokenURL, s.cfg.ClientID)
 }
 
@@ -138,32 +146,114 @@ type tokenResponse struct {
 // fetch gets a token, retrying 429, 5xx and failed connections within
 // MaxRetries, and caches it.
 func (s *TokenSource) fetch(ctx context.Context) (*oauth2.Token, error) {
+	var tok *oauth2.Token
+	err := s.retry(ctx, "token", func() error {
+		var err error
+		tok, err = s.request(ctx, s.cfg.Now())
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.tok = tok
+	s.mu.Unlock()
+	s.cfg.Logger.DebugContext(ctx, "partnerclient: token fetched", "client_id", s.cfg.ClientID, "expiry", tok.Expiry)
+	return tok, nil
+}
+
+// retry calls do, a request to the token or revocation endpoint, until it
+// succeeds, fails in a way no retry fixes (a 400 or 401, or an error that is
+// no *TokenError), MaxRetries retries are spent, or the wait a 429 or 5xx
+// asks for is longer than MaxWait or ctx allows.
+func (s *TokenSource) retry(ctx context.Context, endpoint string, do func() error) error {
 	for attempt := 0; ; attempt++ {
-		start := s.cfg.Now()
-		tok, err := s.request(ctx, start)
+		err := do()
 		if err == nil {
-			s.mu.Lock()
-			s.tok = tok
-			s.mu.Unlock()
-			s.cfg.Logger.DebugContext(ctx, "partnerclient: token fetched", "client_id", s.cfg.ClientID, "expiry", tok.Expiry)
-			return tok, nil
+			return nil
 		}
 		var te *TokenError
-		if !errors.As(err, &te) || attempt >= s.cfg.MaxRetries {
-			return nil, err
+		if !errors.As(err, &te) || te.final || attempt >= s.cfg.MaxRetries {
+			return err
 		}
 		if te.StatusCode != 0 && !retryable(te.StatusCode) {
-			return nil, err // 400, 401: retrying cannot help
+			return err // 400, 401: retrying cannot help
 		}
 		wait, ok := s.cfg.waitFor(ctx, te.StatusCode, te.RetryAfter, attempt)
 		if !ok {
-			return nil, err
+			return err
 		}
-		s.cfg.Logger.InfoContext(ctx, "partnerclient: retrying token request", "status", te.StatusCode, "error", te.Code, "wait", wait, "attempt", attempt+1)
+		s.cfg.Logger.InfoContext(ctx, "partnerclient: retrying "+endpoint+" request", "status", te.StatusCode, "error", te.Code, "wait", wait, "attempt", attempt+1)
 		if serr := s.cfg.Sleep(ctx, wait); serr != nil {
-			return nil, &TokenError{Err: serr}
+			return &TokenError{Err: serr, revocation: te.revocation}
 		}
 	}
+}
+
+// authenticate adds the client's authentication to the form of a token or
+// revocation request (RFC 7009 section 2.1: the same as at the token
+// endpoint), and returns the Authorization header to send, if any.
+func (s *TokenSource) authenticate(form url.Values) (authorization string, err error) {
+	switch s.cfg.AuthStyle {
+	case AuthForm:
+		form.Set("client_id", s.cfg.ClientID)
+		form.Set("client_secret", s.secret())
+	case AuthPrivateKeyJWT:
+		// RFC 7521 section 4.2 and RFC 7523 section 2.2; a new assertion,
+		// with a new jti, for every request, retries included.
+		a, err := newAssertion(s.signer(), s.cfg.Algorithm, s.cfg.KeyID, s.cfg.ClientID, s.cfg.AssertionAudience, s.cfg.Now(), rand.Reader)
+		if err != nil {
+			return "", err
+		}
+		form.Set("client_id", s.cfg.ClientID)
+		form.Set("client_assertion_type", ClientAssertionType)
+		form.Set("client_assertion", a)
+	default:
+		// RFC 6749 section 2.3.1: form-urlencode id and secret, then Basic.
+		cred := url.QueryEscape(s.cfg.ClientID) + ":" + url.QueryEscape(s.secret())
+		return "Basic " + base64.StdEncoding.EncodeToString([]byte(cred)), nil
+	}
+	return "", nil
+}
+
+// post sends form, with the client's authentication, to an OAuth endpoint
+// and reads its answer. A non-200 answer is a *TokenError with the OAuth
+// error (RFC 6749 section 5.2); so is every other failure. No error holds
+// the form: it carries the secret or the assertion.
+func (s *TokenSource) post(ctx context.Context, endpoint string, form url.Values, revocation bool) (*http.Response, []byte, error) {
+	authorization, err := s.authenticate(form)
+	if err != nil {
+		return nil, nil, &TokenError{Err: err, revocation: revocation, final: true}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
+	if err != nil {
+		return nil, nil, &TokenError{Err: errors.New("building the request failed"), revocation: revocation} // never echo the form
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	if authorization != "" {
+		req.Header.Set("Authorization", authorization)
+	}
+	resp, err := s.cfg.HTTPClient.Do(req)
+	if err != nil {
+		// *url.Error names the URL and the cause, never the body or header.
+		return nil, nil, &TokenError{Err: err, revocation: revocation}
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	if err != nil {
+		return nil, nil, &TokenError{StatusCode: resp.StatusCode, Err: fmt.Errorf("reading the answer: %w", err), revocation: revocation}
+	}
+	if resp.StatusCode != http.StatusOK {
+		var oe struct {
+			Error       string `json:"error"`
+			Description string `json:"error_description"`
+		}
+		_ = json.Unmarshal(data, &oe)
+		return nil, nil, &TokenError{StatusCode: resp.StatusCode, Code: oe.Error, Description: oe.Description,
+			RetryAfter: retryAfter(resp.Header, s.cfg.Now), revocation: revocation}
+	}
+	return resp, data, nil
 }
 
 // request sends one token request (RFC 6749 section 4.4.2).
@@ -172,39 +262,9 @@ func (s *TokenSource) request(ctx context.Context, start time.Time) (*oauth2.Tok
 	if len(s.cfg.Scopes) > 0 {
 		form.Set("scope", strings.Join(s.cfg.Scopes, " "))
 	}
-	if s.cfg.AuthStyle == AuthForm {
-		form.Set("client_id", s.cfg.ClientID)
-		form.Set("client_secret", s.secret())
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.cfg.TokenURL, strings.NewReader(form.Encode()))
+	resp, data, err := s.post(ctx, s.cfg.TokenURL, form, false)
 	if err != nil {
-		return nil, &TokenError{Err: errors.New("building the request failed")} // never echo the form
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Accept", "application/json")
-	if s.cfg.AuthStyle == AuthBasic {
-		// RFC 6749 section 2.3.1: form-urlencode id and secret, then Basic.
-		cred := url.QueryEscape(s.cfg.ClientID) + ":" + url.QueryEscape(s.secret())
-		req.Header.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(cred)))
-	}
-	resp, err := s.cfg.HTTPClient.Do(req)
-	if err != nil {
-		// *url.Error names the URL and the cause, never the body or header.
-		return nil, &TokenError{Err: err}
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	if err != nil {
-		return nil, &TokenError{StatusCode: resp.StatusCode, Err: fmt.Errorf("reading the answer: %w", err)}
-	}
-	if resp.StatusCode != http.StatusOK {
-		var oe struct {
-			Error       string `json:"error"`
-			Description string `json:"error_description"`
-		}
-		_ = json.Unmarshal(data, &oe)
-		return nil, &TokenError{StatusCode: resp.StatusCode, Code: oe.Error, Description: oe.Description,
-			RetryAfter: retryAfter(resp.Header, s.cfg.Now)}
+		return nil, err
 	}
 	var tr tokenResponse
 	if err := json.Unmarshal(data, &tr); err != nil || tr.AccessToken == "" {

@@ -12,5 +12,9 @@
 // command and example request is sent as written.
 //
 // The package has tests only; pkg/partnerclient may not import the servers,
-// so its tests against them live here.
+// so its tests against them live here. pkg/partnerclient is also a module of
+// its own (go 1.22, requiring only golang.org/x/oauth2 and golang.org/x/sync),
+// which `go test ./...` at the root does not enter: TestSDKModule runs its
+// vet and tests (with -race when this package has it) and checks its
+// go directive and requirements.
 package sdk

@@ -1,14 +1,22 @@
 // Command example is the partner SDK's runnable example: it gets a token
 // with the client credentials grant and calls GET /api/v1/me/ through
 // package partnerclient, then shows that a second call reuses the cached
-// token.
+// token; with --revoke it then revokes the token (RFC 7009).
 //
-//	PARTNER_CLIENT_SECRET=svc_cs_... go run ./pkg/partnerclient/example \
+// From the repository's root (the SDK is a module of its own, which the
+// root module requires):
+//
+//	PARTNER_CLIENT_SECRET=svc_cs_... go run github.com/partnerapi/authplatform/pkg/partnerclient/example \
 //	    --base-url http://127.0.0.1:8000 --client-id svc_...
 //
+// or, from pkg/partnerclient, go run ./example with the same flags.
+//
 // The secret is read from the environment only (a flag would show in the
-// process list). Flags and their environment variables: --base-url
-// (PARTNER_API_BASE_URL), --client-id (PARTNER_CLIENT_ID).
+// process list). With --private-jwk FILE the client authenticates with
+// private_key_jwt (RFC 7523) instead: FILE holds the private JWK whose
+// public key is registered for the client, with its "kid". Flags and their
+// environment variables: --base-url (PARTNER_API_BASE_URL), --client-id
+// (PARTNER_CLIENT_ID), --private-jwk (PARTNER_PRIVATE_JWK_FILE), --revoke.
 package main
 
 import (
@@ -40,13 +48,29 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.SetOutput(stderr)
 	baseURL := fs.String("base-url", getenv("PARTNER_API_BASE_URL"), "the API's base URL")
 	clientID := fs.String("client-id", getenv("PARTNER_CLIENT_ID"), "the client id (svc_...)")
+	jwkFile := fs.String("private-jwk", getenv("PARTNER_PRIVATE_JWK_FILE"), "a file holding the client's private JWK: private_key_jwt instead of PARTNER_CLIENT_SECRET")
+	revoke := fs.Bool("revoke", false, "revoke the token at the end (RFC 7009)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	c, err := partnerclient.New(partnerclient.Config{
-		BaseURL: *baseURL, ClientID: *clientID, ClientSecret: getenv("PARTNER_CLIENT_SECRET"),
+	cfg := partnerclient.Config{
+		BaseURL: *baseURL, ClientID: *clientID,
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
-	})
+	}
+	if *jwkFile != "" {
+		data, err := os.ReadFile(*jwkFile)
+		if err != nil {
+			return err
+		}
+		jwk, err := partnerclient.ParsePrivateJWK(data)
+		if err != nil {
+			return err
+		}
+		cfg.PrivateKey, cfg.KeyID, cfg.Algorithm = jwk.Key, jwk.KeyID, jwk.Algorithm
+	} else {
+		cfg.ClientSecret = getenv("PARTNER_CLIENT_SECRET")
+	}
+	c, err := partnerclient.New(cfg)
 	if err != nil {
 		return err
 	}
@@ -58,7 +82,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	var ae *partnerclient.APIError
 	switch {
 	case errors.As(err, &te) && te.Code == "invalid_client":
-		return fmt.Errorf("the token endpoint refused the client id or secret (rotated or revoked?): %w", err)
+		return fmt.Errorf("the token endpoint refused the client's credentials (rotated or revoked?): %w", err)
 	case errors.As(err, &ae):
 		return fmt.Errorf("the API answered %d: %s", ae.StatusCode, ae.Detail)
 	case err != nil:
@@ -84,5 +108,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	fmt.Fprintf(stdout, "second call:  token reused from the cache: %v\n", again.AccessToken == tok.AccessToken)
+	if *revoke {
+		if err := c.TokenSource().RevokeCached(ctx); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, "revoked:      the token is revoked and dropped from the cache")
+	}
 	return nil
 }
