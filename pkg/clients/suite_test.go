@@ -85,6 +85,7 @@ func runStoreSuite(t *testing.T, newStore func(t *testing.T, now func() time.Tim
 		{"FailureBudget", testFailureBudget},
 		{"StaleSecretNoLockout", testStaleSecretNoLockout},
 		{"FailureTagsBounded", testFailureTagsBounded},
+		{"AuthModel", testAuthModel},
 		{"AdmitAPI", testAdmitAPI},
 		{"AdmitAPILimitChanges", testAdmitAPILimitChanges},
 		{"AdmitAPIAnyWindow", testAdmitAPIAnyWindow},
