@@ -26,12 +26,14 @@ func (s *Store) DigestChecks() int64 { return s.digestChecks.Load() }
 
 func str(v any) string { s, _ := v.(string); return s }
 
-// Admission outcomes of AdmitToken and AdmitAPI.
+// Admission outcomes of AdmitAPI (admit.lua names them DEAD, ADMITTED and
+// LIMITED).
 type Outcome int
 
 // Outcomes.
 const (
-	// Dead: unknown client, revoked, or the generation moved on.
+	// Dead: unknown client, revoked, the generation moved on, the token's
+	// secret retired or the token revoked.
 	Dead Outcome = iota
 	// Admitted: in good standing and under the limit.
 	Admitted
@@ -366,8 +368,6 @@ var admitAPIScript = redis.NewScript(ratelimit.WindowLua + admitLua)
 
 //go:embed admit.lua
 var admitLua string
-
-// Reply codes of admit.lua, named alike there: Outcome's values.
 
 // Description is what GET /api/v1/me/ shows of a client beyond its token.
 type Description struct {

@@ -217,12 +217,8 @@ func (s ClientSpec) Validate() error {
 	return invalid(errs)
 }
 
-// CheckScopes enforces the scope rules: known scopes only, no repeats, and
-// patient-level scopes for hospital clients only (spec: Scopes, rule 1).
-func CheckScopes(audience string, scopes []string) error {
-	return invalid(scopeProblems(audience, scopes))
-}
-
+// scopeProblems enforces the scope rules: known scopes only, no repeats,
+// and patient-level scopes for hospital clients only (spec: Scopes, rule 1).
 func scopeProblems(audience string, scopes []string) []error {
 	var errs []error
 	seen := map[string]bool{}
