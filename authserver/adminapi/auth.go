@@ -66,8 +66,7 @@ func (s *Server) authenticate(ctx context.Context, r *http.Request) (*operator, 
 	if err != nil {
 		return nil, newProblem(http.StatusServiceUnavailable, "unavailable", "tokens cannot be checked right now").with("Retry-After", "5")
 	}
-	adm, err := s.deps.Admit.AdmitAPI(ctx, clients.TokenRef{ClientID: claims.ClientID, Generation: claims.Generation,
-		SecretID: claims.CredentialID(), ID: claims.ID}, s.cfg.RateNow)
+	adm, err := s.deps.Admit.AdmitAPI(ctx, clients.TokenRefOf(claims), s.cfg.RateNow)
 	if err != nil {
 		s.log.ErrorContext(ctx, "admin api: admit", "err", err)
 		return nil, newProblem(http.StatusServiceUnavailable, "unavailable", "the registry is unavailable; retry after Retry-After seconds").with("Retry-After", "5")

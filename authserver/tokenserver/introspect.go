@@ -39,7 +39,7 @@ func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 	claims, verr := s.keys.Load().verifier.Verify(req.Params.Get("token"))
 	var check *clients.TokenRef
 	if verr == nil && claims.ClientID == req.Client.ID {
-		check = &clients.TokenRef{ClientID: claims.ClientID, Generation: claims.Generation, SecretID: claims.CredentialID(), ID: claims.ID}
+		check = new(clients.TokenRefOf(claims))
 	}
 	// The caller authenticates on the token endpoint's path, so unknown,
 	// wrong-secret and revoked callers look alike.

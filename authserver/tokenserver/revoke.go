@@ -54,7 +54,7 @@ func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
 		s.refuse(ctx, w, r, req.Client, errNotYourToken)
 		return
 	}
-	t := clients.TokenRef{ClientID: claims.ClientID, Generation: claims.Generation, SecretID: claims.CredentialID(), ID: claims.ID}
+	t := clients.TokenRefOf(claims)
 	if err := s.reg.RevokeToken(ctx, t, time.Unix(claims.ExpiresAt, 0)); err != nil {
 		s.refuse(ctx, w, r, req.Client, err)
 		return

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/partnerapi/authplatform/pkg/accesstoken"
 	"github.com/partnerapi/authplatform/pkg/ratelimit"
 )
 
@@ -212,6 +213,15 @@ type TokenRef struct {
 	Generation int64
 	SecretID   int64
 	ID         string
+	// ExpiresAt is the token's "exp" (Unix seconds): a revocation mark is
+	// looked up only for tokens expiring no later than the client's latest
+	// revoked one.
+	ExpiresAt int64
+}
+
+// TokenRefOf names a verified access token by its claims.
+func TokenRefOf(c *accesstoken.Claims) TokenRef {
+	return TokenRef{ClientID: c.ClientID, Generation: c.Generation, SecretID: c.CredentialID(), ID: c.ID, ExpiresAt: c.ExpiresAt}
 }
 
 // Authentication is the result of Authenticate.
@@ -296,15 +306,15 @@ func (s *Store) Authenticate(ctx context.Context, a Attempt) (Authentication, er
 			jtiTTL = max(as.Expires.Sub(a.Now()).Milliseconds()+1000, 1)
 		}
 	}
-	checkKey, checkSID := s.revokedTokenKey(a.ClientID, ""), ""
+	checkKey, checkSID, checkExp := s.revokedTokenKey(a.ClientID, ""), "", int64(0)
 	if c := a.Check; c != nil && c.ClientID == a.ClientID {
-		checkKey, checkSID = s.revokedTokenKey(a.ClientID, c.ID), strconv.FormatInt(c.SecretID, 10)
+		checkKey, checkSID, checkExp = s.revokedTokenKey(a.ClientID, c.ID), strconv.FormatInt(c.SecretID, 10), c.ExpiresAt
 	}
 	r, err := authenticateScript.Run(ctx, s.rdb,
 		[]string{s.clientKey(a.ClientID), s.tokenLogKey(a.ClientID), s.failureLogKey(a.ClientID, a.Address),
 			s.failureTagsKey(a.ClientID, a.Address), s.repeatLogKey(a.ClientID, a.Address), checkKey, jtiKey},
 		raw, hexd, mode, want, ratelimit.NowArg(a.Now), Window.Milliseconds(),
-		a.FailureLimit, tag, repeatLimit, method, verified, version, jtiTTL, checkSID).Int64Slice()
+		a.FailureLimit, tag, repeatLimit, method, verified, version, jtiTTL, checkSID, checkExp).Int64Slice()
 	if err != nil || len(r) != 9 {
 		return Authentication{}, unavailable("authenticate", fmt.Errorf("%v %v", err, r))
 	}
@@ -396,7 +406,7 @@ func (s *Store) AdmitAPI(ctx context.Context, t TokenRef, now func() time.Time) 
 		return APIAdmission{Outcome: Dead}, nil
 	}
 	r, err := admitAPIScript.Run(ctx, s.rdb, []string{s.clientKey(t.ClientID), s.apiLogKey(t.ClientID), s.revokedTokenKey(t.ClientID, t.ID)},
-		t.Generation, ratelimit.NowArg(now), Window.Milliseconds(), t.SecretID).Slice()
+		t.Generation, ratelimit.NowArg(now), Window.Milliseconds(), t.SecretID, t.ExpiresAt).Slice()
 	if err != nil {
 		return APIAdmission{}, unavailable("admit API request", err)
 	}

@@ -5,7 +5,8 @@
 -- KEYS (under the client's hash tag): 1 the client record, 2 its API log,
 -- 3 the token's revocation mark.
 -- ARGV: 1 the token's credential generation, 2 now_ms (0: the Redis
--- clock), 3 window_ms, 4 the id of the secret the token came from.
+-- clock), 3 window_ms, 4 the id of the secret the token came from, 5 the
+-- token's exp (s).
 --
 -- Reply: {DEAD} when the client is not active at that generation, the
 -- secret was retired or the token revoked (RFC 7009); otherwise {ADMITTED
@@ -14,10 +15,15 @@
 local DEAD, ADMITTED, LIMITED = 0, 1, 2
 
 local st = redis.call('HMGET', KEYS[1], 'status', 'generation', 'rate_limit', 'name', 'audience', 'org_name',
-  'org_slug', 'environment', 'secret_id', 'secret2_id')
+  'org_slug', 'environment', 'secret_id', 'secret2_id', 'revoked_until')
 if st[1] ~= 'active' or st[2] ~= ARGV[1] then return {DEAD} end
 if ARGV[4] ~= (st[9] or '1') and ARGV[4] ~= st[10] then return {DEAD} end
-if redis.call('EXISTS', KEYS[3]) == 1 then return {DEAD} end
+-- A revoked token's mark is looked up only when the client has revoked a
+-- token that expires no earlier than this one (revoked_until: the latest
+-- exp of its revoked tokens): most clients never revoke, and a token
+-- expiring later than every revoked one cannot be one of them.
+local ru = tonumber(st[11])
+if ru and tonumber(ARGV[5]) <= ru and redis.call('EXISTS', KEYS[3]) == 1 then return {DEAD} end
 local limit = tonumber(st[3]) or 120
 local a, c, w = window_limit(KEYS[2], limit, tonumber(ARGV[3]), tonumber(ARGV[2]))
 local code = LIMITED

@@ -20,7 +20,7 @@
 --   10 'secret' or 'assertion'    11 '1' when the assertion's signature and
 --     claims verified against the keys of version 12   12 keys version
 --   13 the jti mark's lifetime, ms (the assertion's exp, plus a margin)
---   14 the secret id of a token to check ('': none)
+--   14 the secret id of a token to check ('': none)  15 its exp (s)
 --
 -- Reply, always 9 integers: {code, generation, granted scope bits, token
 -- count, wait_ms, token limit, repeated, secret id, token alive}. Codes
@@ -43,7 +43,7 @@ local function scope_bits(v)
 end
 
 local st = redis.call('HMGET', KEYS[1], 'status', 'secret_digest', 'generation', 'scopes', 'token_rate_limit',
-  'auth_method', 'keys_version', 'secret_id', 'secret2_digest', 'secret2_id')
+  'auth_method', 'keys_version', 'secret_id', 'secret2_digest', 'secret2_id', 'revoked_until')
 if not st[3] then return reply(UNKNOWN) end
 local keyed = st[6] == 'private_key_jwt'
 local assertion = ARGV[10] == 'assertion'
@@ -129,8 +129,10 @@ if ARGV[3] ~= 'token' then
   -- is still held and it was not revoked (RFC 7009).
   local alive = 0
   local tsid = ARGV[14]
-  if tsid ~= '' and (tsid == (st[8] or '1') or tsid == st[10]) and redis.call('EXISTS', KEYS[6]) == 0 then
-    alive = 1
+  if tsid ~= '' and (tsid == (st[8] or '1') or tsid == st[10]) then
+    -- (revoked_until: as in admit.lua)
+    local ru = tonumber(st[11])
+    if not (ru and tonumber(ARGV[15]) <= ru and redis.call('EXISTS', KEYS[6]) == 1) then alive = 1 end
   end
   return reply(OK, gen, want, 0, 0, 0, 0, sid, alive)
 end

@@ -569,9 +569,18 @@ func (s *Store) RotateKeys(ctx context.Context, id string, keys ClientKeySource)
 	return s.changeAndRead(ctx, id, "rotate_keys", string(blob))
 }
 
-// revokeTokenScript marks a token revoked; a script so that write can
-// confirm it. KEYS: the mark. ARGV: its lifetime (ms).
-var revokeTokenScript = redis.NewScript(`return redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])`)
+// revokeTokenScript marks a token revoked and raises the client's
+// revoked_until to the token's exp (admit.lua reads the mark only for
+// tokens expiring no later). KEYS: the mark, the client record. ARGV: the
+// mark's lifetime (ms), the token's exp (s).
+var revokeTokenScript = redis.NewScript(`
+redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])
+if redis.call('EXISTS', KEYS[2]) == 1 then
+  local ru = tonumber(redis.call('HGET', KEYS[2], 'revoked_until')) or 0
+  if tonumber(ARGV[2]) > ru then redis.call('HSET', KEYS[2], 'revoked_until', ARGV[2]) end
+end
+return 1
+`)
 
 // RevokeToken revokes one access token (RFC 7009 section 2): from the
 // moment it returns without error, the API, the admin API and
@@ -587,7 +596,8 @@ func (s *Store) RevokeToken(ctx context.Context, t TokenRef, expires time.Time) 
 		return nil
 	}
 	what := "revoke a token of client " + t.ClientID
-	_, ack, err := s.write(ctx, revokeTokenScript, []string{s.revokedTokenKey(t.ClientID, t.ID)}, ttl.Milliseconds())
+	_, ack, err := s.write(ctx, revokeTokenScript, []string{s.revokedTokenKey(t.ClientID, t.ID), s.clientKey(t.ClientID)},
+		ttl.Milliseconds(), expires.Unix())
 	if err != nil {
 		return unavailable(what, err)
 	}

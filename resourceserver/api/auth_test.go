@@ -345,3 +345,48 @@ func TestUnknownKeyFetchesBeforeAnswering(t *testing.T) {
 		t.Fatalf("keys not loaded: %d, %d fetches", rec.Code, keys.fetches)
 	}
 }
+
+// A token revoked by its client (RFC 7009) is refused on the very next
+// request on every replica; the client's other tokens, and a retired
+// secret's sibling's tokens, live on.
+func TestRevokedAndRetiredTokens(t *testing.T) {
+	f := newFixture(t)
+	a, b := f.server(), f.server()
+	c := f.client("st-marys", clients.EnvironmentLive, clients.AudienceHospital)
+	ctx := context.Background()
+	revoked, kept := f.token(c, ""), f.token(c, "")
+	for _, tok := range []string{revoked, kept} {
+		if rec := doGet(t, a.handler, "/api/v1/me/", tok); rec.Code != http.StatusOK {
+			t.Fatalf("before: %d %s", rec.Code, rec.Body)
+		}
+	}
+	claims, err := accesstoken.NewVerifier(accesstoken.StaticKeys{Set: f.keys.Public()}, testIssuer, testAudience, f.clock.Now).Verify(revoked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.store.RevokeToken(ctx, clients.TokenRefOf(claims), time.Unix(claims.ExpiresAt, 0)); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*server{a, b} {
+		rec := doGet(t, s.handler, "/api/v1/me/", revoked)
+		wantJSON(t, rec, http.StatusUnauthorized, map[string]any{"detail": detailInvalid})
+		if rec := doGet(t, s.handler, "/api/v1/me/", kept); rec.Code != http.StatusOK {
+			t.Fatalf("the other token after the revocation: %d %s", rec.Code, rec.Body)
+		}
+	}
+	// Two secrets: retiring the first kills its tokens, not the second's.
+	withSecond, _, _, err := f.store.AddSecret(ctx, c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := f.token(withSecond, "") // issued for the newest secret
+	if _, err := f.store.RetireSecret(ctx, c.ID, 1); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*server{a, b} {
+		wantJSON(t, doGet(t, s.handler, "/api/v1/me/", kept), http.StatusUnauthorized, map[string]any{"detail": detailInvalid})
+		if rec := doGet(t, s.handler, "/api/v1/me/", second); rec.Code != http.StatusOK {
+			t.Fatalf("the second secret's token after retiring the first: %d %s", rec.Code, rec.Body)
+		}
+	}
+}

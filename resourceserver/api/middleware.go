@@ -63,8 +63,7 @@ func (s *server) authenticate(c *gin.Context) {
 		}
 		return
 	}
-	adm, err := s.deps.Clients.AdmitAPI(c.Request.Context(), clients.TokenRef{ClientID: claims.ClientID, Generation: claims.Generation,
-		SecretID: claims.CredentialID(), ID: claims.ID}, s.cfg.RateLimitNow)
+	adm, err := s.deps.Clients.AdmitAPI(c.Request.Context(), clients.TokenRefOf(claims), s.cfg.RateLimitNow)
 	if err != nil {
 		s.fail(c, err)
 		return
