@@ -86,6 +86,7 @@ func runStoreSuite(t *testing.T, newStore func(t *testing.T, now func() time.Tim
 		{"StaleSecretNoLockout", testStaleSecretNoLockout},
 		{"FailureTagsBounded", testFailureTagsBounded},
 		{"AuthModel", testAuthModel},
+		{"ClientKeys", testClientKeys},
 		{"AdmitAPI", testAdmitAPI},
 		{"AdmitAPILimitChanges", testAdmitAPILimitChanges},
 		{"AdmitAPIAnyWindow", testAdmitAPIAnyWindow},
