@@ -25,6 +25,7 @@ import (
 var wantOperations = map[string][]string{
 	"/api/v1/oauth/token/":                    {http.MethodPost},
 	"/api/v1/oauth/introspect/":               {http.MethodPost},
+	"/api/v1/oauth/revoke/":                   {http.MethodPost},
 	"/.well-known/jwks.json":                  {http.MethodGet},
 	"/.well-known/oauth-authorization-server": {http.MethodGet},
 	"/api/v1/me/":                             {http.MethodGet},
