@@ -41,12 +41,12 @@ type page struct {
 // the file guides/<Name>.md, whose first line is "# <Title>".
 var guides = []struct{ name, description string }{
 	{"quickstart", "Get a token with curl or the Go SDK (pkg/partnerclient) and call GET /api/v1/me/."},
-	{"authentication", "Client credentials and the secret format, the token format (svc_at_ + RFC 9068 JWT), caching and renewal, retrying on 401, 429 and 5xx, RFC 8414 metadata (no OIDC discovery)."},
+	{"authentication", "Client credentials and the secret format, private_key_jwt (key pairs, JWK sets, client assertions, key rotation), the token format (svc_at_ + RFC 9068 JWT), caching and renewal, revoking a token (RFC 7009), retrying on 401, 429 and 5xx, RFC 8414 metadata (no OIDC discovery)."},
 	{"scopes-and-audiences", "The four scopes, the partner audiences, and the rules that decide which scopes a token carries."},
 	{"errors", "The OAuth error format of the token endpoint, the detail format of the API, every status code and what to do."},
 	{"rate-limits", "120 API requests and 30 token requests per minute per client, RateLimit-* and Retry-After headers."},
 	{"sandbox", "The sandbox-simulation organisation with demo data only, and moving from sandbox to live."},
-	{"secret-rotation", "Rotating a client secret and revoking a client: every old token stops working at once."},
+	{"secret-rotation", "Rotating a client secret without downtime (two secrets: add-secret, retire-secret), rotate-secret and revoking a client: which tokens stop working at once."},
 }
 
 // Name, title and description of the generated reference page.

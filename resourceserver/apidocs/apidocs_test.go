@@ -25,6 +25,7 @@ import (
 var wantOperations = map[string][]string{
 	"/api/v1/oauth/token/":                    {http.MethodPost},
 	"/api/v1/oauth/introspect/":               {http.MethodPost},
+	"/api/v1/oauth/revoke/":                   {http.MethodPost},
 	"/.well-known/jwks.json":                  {http.MethodGet},
 	"/.well-known/oauth-authorization-server": {http.MethodGet},
 	"/api/v1/me/":                             {http.MethodGet},
@@ -538,6 +539,8 @@ var guideFacts = map[string][]string{
 	"authentication": {
 		"60 seconds", "retry once", "Retry-After", "3600", "HTTP Basic (preferred", "client_secret_post",
 		"no refresh token", "ReuseTokenSourceWithExpiry",
+		"private_key_jwt", "openssl ecparam -name prime256v1", "openssl genpkey -algorithm ed25519",
+		"--auth private_key_jwt --jwks-file jwks.json", "rotate-keys", "/api/v1/oauth/revoke/", "RFC 7009",
 	},
 	"scopes-and-audiences": {
 		"programme.metrics.read", "events.subscribe", "patients.read", "referrals.write",
@@ -556,6 +559,7 @@ var guideFacts = map[string][]string{
 	"sandbox": {"sandbox-simulation", "authserver sandbox seed", "demo data", "never real patients"},
 	"secret-rotation": {
 		"authserver clients rotate-secret ID", "authserver clients revoke ID", "at once", "401 `invalid_client`",
+		"authserver clients add-secret ID", "authserver clients retire-secret ID OLD_SECRET_ID",
 	},
 }
 

@@ -23,6 +23,8 @@ func TestResponsesMatchOpenAPI(t *testing.T) {
 	id, secret := s.client("hospital", "patients.read", "programme.metrics.read")
 	otherID, otherSecret := s.client("pharma")
 	token := s.token(id, "patients.read", 1)
+	spare := s.token(id, "patients.read", 1) // revoked below
+	foreign := s.token(otherID, "", 1)       // another client's
 
 	form := func(v url.Values) string { return v.Encode() }
 	post := func(path, body string, basicID, basicSecret string) *http.Request {
@@ -77,6 +79,21 @@ func TestResponsesMatchOpenAPI(t *testing.T) {
 		{"introspect 400", func() *http.Request { return post("/api/v1/oauth/introspect/", "", id, secret) }, 400},
 		{"introspect 401", func() *http.Request {
 			return post("/api/v1/oauth/introspect/", form(url.Values{"token": {token}}), id, "nope")
+		}, 401},
+		{"revoke 200", func() *http.Request {
+			return post("/api/v1/oauth/revoke/", form(url.Values{"token": {spare}, "token_type_hint": {"access_token"}}), id, secret)
+		}, 200},
+		{"revoke 200 json body", func() *http.Request {
+			r := post("/api/v1/oauth/revoke/", `{"token":"svc_at_garbage"}`, id, secret)
+			r.Header.Set("Content-Type", "application/json")
+			return r
+		}, 200},
+		{"revoke 400 invalid_request", func() *http.Request { return post("/api/v1/oauth/revoke/", "", id, secret) }, 400},
+		{"revoke 400 unauthorized_client", func() *http.Request {
+			return post("/api/v1/oauth/revoke/", form(url.Values{"token": {foreign}}), id, secret)
+		}, 400},
+		{"revoke 401", func() *http.Request {
+			return post("/api/v1/oauth/revoke/", form(url.Values{"token": {token}}), id, "nope")
 		}, 401},
 		{"jwks", func() *http.Request { return get("/.well-known/jwks.json", "") }, 200},
 		{"metadata", func() *http.Request { return get("/.well-known/oauth-authorization-server", "") }, 200},

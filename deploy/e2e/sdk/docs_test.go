@@ -52,6 +52,11 @@ type docsFixture struct {
 	// addr hands each scenario a client address of its own, so one
 	// scenario's failed authentications never block another's.
 	addr int
+	// scripts are the guides' shell blocks marked "<!-- script: KEY -->",
+	// run by the scenario KEY; keyed holds the private_key_jwt clients
+	// whose keys they made.
+	scripts map[string]block
+	keyed   map[string]*keyClient
 }
 
 func (f *docsFixture) send(req *http.Request) reply {
@@ -151,37 +156,45 @@ func scenarios(f *docsFixture) map[string]func() reply {
 			return f.request(http.MethodPost, tokenPath, formType, grant, basicAuth(id, secret))
 		},
 		"POST /api/v1/oauth/introspect/ 200 active": func() reply {
-			return f.request(http.MethodPost, "/api/v1/oauth/introspect/", formType, "token="+f.token(f.id, f.secret), basicAuth(f.id, f.secret))
+			return f.request(http.MethodPost, introspectPath, formType, "token="+f.token(f.id, f.secret), basicAuth(f.id, f.secret))
 		},
 		"POST /api/v1/oauth/introspect/ 200 inactive": func() reply {
-			return f.request(http.MethodPost, "/api/v1/oauth/introspect/", formType, "token=svc_at_expired", basicAuth(f.id, f.secret))
+			return f.request(http.MethodPost, introspectPath, formType, "token=svc_at_expired", basicAuth(f.id, f.secret))
 		},
 		"POST /api/v1/oauth/introspect/ 400": func() reply {
-			return f.request(http.MethodPost, "/api/v1/oauth/introspect/", formType, "", basicAuth(f.id, f.secret))
+			return f.request(http.MethodPost, introspectPath, formType, "", basicAuth(f.id, f.secret))
 		},
 		"POST /api/v1/oauth/introspect/ 401": func() reply {
-			return f.request(http.MethodPost, "/api/v1/oauth/introspect/", formType, "token=x", basicAuth(f.id, clients.NewSecret()))
+			return f.request(http.MethodPost, introspectPath, formType, "token=x", basicAuth(f.id, clients.NewSecret()))
 		},
-		"POST /api/v1/oauth/introspect/ 429": func() reply {
-			// Failed authentications from one address, past the limit.
-			f.addr++
-			from := func(r *http.Request) { r.Header.Set("X-Forwarded-For", "203.0.113."+strconv.Itoa(f.addr)) }
-			var last reply
-			for range tokenserver.DefaultFailuresPerMinute + 1 {
-				req, _ := http.NewRequest(http.MethodPost, f.s.url+"/api/v1/oauth/introspect/", strings.NewReader("token=x"))
-				req.Header.Set("Content-Type", formType)
-				basicAuth(f.id, clients.NewSecret())(req)
-				from(req)
-				resp, err := http.DefaultClient.Do(req)
-				if err != nil {
-					f.t.Fatal(err)
-				}
-				body, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				last = reply{resp.StatusCode, resp.Header, body}
+		"POST /api/v1/oauth/introspect/ 429": func() reply { return f.failPastLimit(introspectPath) },
+		"POST /api/v1/oauth/revoke/ 200": func() reply {
+			tok := f.token(f.id, f.secret)
+			r := f.request(http.MethodPost, revokePath, formType, "token="+tok, basicAuth(f.id, f.secret))
+			if me := f.request(http.MethodGet, pathMe, "", "", bearer(tok)); me.Status != http.StatusUnauthorized {
+				f.t.Errorf("GET /api/v1/me/ with a revoked token: %d %s, want 401", me.Status, me.Body)
 			}
-			return last
+			return r
 		},
+		"POST /api/v1/oauth/revoke/ 400 invalid_request": func() reply {
+			return f.request(http.MethodPost, revokePath, formType, "", basicAuth(f.id, f.secret))
+		},
+		"POST /api/v1/oauth/revoke/ 400 unauthorized_client": func() reply {
+			other := f.token(f.fresh())
+			return f.request(http.MethodPost, revokePath, formType, "token="+other, basicAuth(f.id, f.secret))
+		},
+		"POST /api/v1/oauth/revoke/ 401": func() reply {
+			return f.request(http.MethodPost, revokePath, formType, "token=x", basicAuth(f.id, clients.NewSecret()))
+		},
+		"POST /api/v1/oauth/revoke/ 429": func() reply { return f.failPastLimit(revokePath) },
+		"POST /api/v1/oauth/revoke/ 503": func() reply {
+			f.downToken() // the stack first: its client's id and secret
+			return f.onDown(http.MethodPost, revokePath, formType, "token="+f.downTok, basicAuth(f.downID, f.downSecret))
+		},
+		"jwks.json":         func() reply { return f.keysFromScript("jwks.json") },
+		"jwks.json Ed25519": func() reply { return f.keysFromScript("jwks.json Ed25519") },
+		"assertion header":  func() reply { return f.sdkAssertionPart(0) },
+		"assertion claims":  func() reply { return f.sdkAssertionPart(1) },
 		"GET /.well-known/jwks.json 200": func() reply {
 			return f.request(http.MethodGet, "/.well-known/jwks.json", "", "")
 		},
@@ -229,11 +242,40 @@ func scenarios(f *docsFixture) map[string]func() reply {
 		},
 		"POST /api/v1/oauth/introspect/ 503": func() reply {
 			f.downToken() // the stack first: its client's id and secret
-			return f.onDown(http.MethodPost, "/api/v1/oauth/introspect/", formType, "token=x", basicAuth(f.downID, f.downSecret))
+			return f.onDown(http.MethodPost, introspectPath, formType, "token=x", basicAuth(f.downID, f.downSecret))
 		},
 		"token header": func() reply { return f.tokenPart(0) },
 		"token claims": func() reply { return f.tokenPart(1) },
 	}
+}
+
+// Paths of introspection and revocation.
+const (
+	introspectPath = "/api/v1/oauth/introspect/"
+	revokePath     = "/api/v1/oauth/revoke/"
+)
+
+// failPastLimit sends failed client authentications to path from one
+// address, one past the limit, and returns the last answer.
+func (f *docsFixture) failPastLimit(path string) reply {
+	f.t.Helper()
+	f.addr++
+	from := func(r *http.Request) { r.Header.Set("X-Forwarded-For", "203.0.113."+strconv.Itoa(f.addr)) }
+	var last reply
+	for range tokenserver.DefaultFailuresPerMinute + 1 {
+		req, _ := http.NewRequest(http.MethodPost, f.s.url+path, strings.NewReader("token=x"))
+		req.Header.Set("Content-Type", formType)
+		basicAuth(f.id, clients.NewSecret())(req)
+		from(req)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		last = reply{resp.StatusCode, resp.Header, body}
+	}
+	return last
 }
 
 // downToken starts, once, a second stack on a Redis of its own with a
@@ -312,7 +354,7 @@ type docAnswer struct {
 	excerpt bool // the body shows some fields only
 }
 
-var markerRE = regexp.MustCompile(`^<!-- (example|request): (.+?)( \(excerpt\))? -->$`)
+var markerRE = regexp.MustCompile(`^<!-- (example|request|script): (.+?)( \(excerpt\))? -->$`)
 
 // block is a fenced block of a page with the marker above it.
 type block struct {
@@ -460,6 +502,12 @@ func compare(a docAnswer, r reply) []string {
 			diffs = append(diffs, fmt.Sprintf("header %s: documented %q, sent %q", k, vs, got))
 		}
 	}
+	if len(bytes.TrimSpace(a.body)) == 0 { // documented as empty
+		if len(r.Body) != 0 {
+			diffs = append(diffs, fmt.Sprintf("body: documented empty, sent %q", r.Body))
+		}
+		return diffs
+	}
 	var doc, real any
 	if err := json.Unmarshal(a.body, &doc); err != nil {
 		return append(diffs, fmt.Sprintf("documented body is not JSON: %v: %s", err, a.body))
@@ -556,7 +604,7 @@ func TestDocsEqualTheWire(t *testing.T) {
 	if _, err := s.store.CreateOrg(ctx, clients.OrgSpec{Slug: "sandbox-simulation", Name: "Sandbox Simulation", Environment: clients.EnvironmentSandbox}); err != nil {
 		t.Fatal(err)
 	}
-	f := &docsFixture{t: t, s: s}
+	f := &docsFixture{t: t, s: s, scripts: map[string]block{}, keyed: map[string]*keyClient{}}
 	f.id, f.secret = f.fresh()
 	run := scenarios(f)
 
@@ -602,6 +650,11 @@ func TestDocsEqualTheWire(t *testing.T) {
 				documented[b.key] = append(documented[b.key], a)
 			case b.marker == "request" && (isCurl || isHTTPRequest):
 				requests = append(requests, b)
+			case b.marker == "script" && b.lang == "sh":
+				if _, ok := run[b.key]; !ok {
+					t.Errorf("%s: script %q, which no scenario runs", b.where, b.key)
+				}
+				f.scripts[b.key] = b
 			case b.lang == "json" || isCurl || b.lang == "http":
 				t.Errorf("%s: a %s block without an <!-- example: ... --> or <!-- request: ... --> marker: it would go unchecked", b.where, b.lang)
 			}
@@ -665,6 +718,16 @@ func (f *docsFixture) curl(b block) reply {
 	cmd := exec.Command("bash", "-euo", "pipefail", "-c", b.text)
 	f.addr++
 	cmd.Env = append(os.Environ(), "BASE_URL="+f.s.url, "CLIENT_ID="+f.id, "CLIENT_SECRET="+f.secret)
+	if strings.Contains(b.text, "$ACCESS_TOKEN") && !strings.Contains(b.text, "ACCESS_TOKEN=") {
+		cmd.Env = append(cmd.Env, "ACCESS_TOKEN="+f.token(f.id, f.secret))
+	}
+	if strings.Contains(b.text, "CLIENT_ASSERTION") {
+		// The key client made by the guide's own recipe, and a fresh
+		// assertion signed with its key.pem.
+		f.keysFromScript("jwks.json")
+		k := f.keyed["jwks.json"]
+		cmd.Env = append(cmd.Env, "KEY_CLIENT_ID="+k.id, "CLIENT_ASSERTION="+k.assertion(f.t, issuer))
+	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -705,6 +768,7 @@ func TestOpenAPIRequestExamples(t *testing.T) {
 	}
 	f := &docsFixture{t: t, s: s}
 	f.id, f.secret = f.fresh()
+	keyed := f.generatedKeyClient()
 	resp, err := http.Get(s.url + "/api/v1/schema/?format=json")
 	if err != nil {
 		t.Fatal(err)
@@ -747,6 +811,8 @@ func TestOpenAPIRequestExamples(t *testing.T) {
 							v = f.secret
 						case "svc_at_xxxxxxxx":
 							v = f.token(f.id, f.secret)
+						case assertionPlaceholder:
+							v = keyed.assertion(t, issuer)
 						}
 						params[k] = v
 					}
@@ -762,7 +828,9 @@ func TestOpenAPIRequestExamples(t *testing.T) {
 						body = form.Encode()
 					}
 					var mods []func(*http.Request)
-					if _, inBody := params["client_secret"]; !inBody {
+					_, withSecret := params["client_secret"]
+					_, withAssertion := params["client_assertion"]
+					if !withSecret && !withAssertion {
 						mods = append(mods, basicAuth(f.id, f.secret))
 					}
 					r := f.request(strings.ToUpper(method), path, ct, body, mods...)
@@ -774,9 +842,12 @@ func TestOpenAPIRequestExamples(t *testing.T) {
 						want = sc
 					}
 					ok := r.Status == 200
-					if path == tokenPath {
+					switch path {
+					case tokenPath:
 						ok = ok && got["scope"] == want && got["token_type"] == "Bearer"
-					} else {
+					case revokePath: // RFC 7009 section 2.2: 200, no body
+						ok = ok && len(r.Body) == 0
+					default:
 						ok = ok && got["active"] == true
 					}
 					if !ok {
@@ -786,7 +857,7 @@ func TestOpenAPIRequestExamples(t *testing.T) {
 			}
 		}
 	}
-	if sent < 5 {
-		t.Fatalf("%d request examples sent, want the 5 of the document", sent)
+	if sent < 8 {
+		t.Fatalf("%d request examples sent, want the 8 of the document", sent)
 	}
 }
