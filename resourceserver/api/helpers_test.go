@@ -125,21 +125,12 @@ func (f *fixture) client(org, env, audience string, scopes ...string) clients.Cl
 
 func isExists(err error) bool { return errors.Is(err, clients.ErrExists) }
 
-// token issues a token for c with scope at generation gen, at the clock's
-// time.
+// token issues a token for c with scope, at its generation and for its
+// newest secret, at the clock's time.
 func (f *fixture) token(c clients.Client, scope string) string {
 	f.t.Helper()
 	tok, _, err := f.issuer.Issue(accesstoken.Grant{ClientID: c.ID, Scope: scope, Generation: c.Generation,
 		SecretID: c.Secrets[len(c.Secrets)-1].ID, Now: f.clock.Now()})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	return tok
-}
-
-func (f *fixture) tokenAt(clientID, scope string, gen int64) string {
-	f.t.Helper()
-	tok, _, err := f.issuer.Issue(accesstoken.Grant{ClientID: clientID, Scope: scope, Generation: gen, Now: f.clock.Now()})
 	if err != nil {
 		f.t.Fatal(err)
 	}
