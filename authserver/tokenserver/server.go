@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-oauth2/oauth2/v4/server"
-
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
 	"github.com/partnerapi/authplatform/pkg/clientip"
 	"github.com/partnerapi/authplatform/pkg/httpserver"
@@ -99,7 +97,7 @@ type Server struct {
 	log     *slog.Logger
 	cfg     Config
 	reg     registry
-	oauth   *server.Server
+	gen     *generator
 	keys    atomic.Pointer[keyState]
 	ceiling *addressCeiling
 	ready   func(ctx context.Context) error
@@ -143,7 +141,7 @@ func NewServer(logger *slog.Logger, cfg Config, deps Deps) (*Server, error) {
 	if err := s.UseKeys(deps.Keys, nil); err != nil {
 		return nil, err
 	}
-	s.oauth = newOAuth(&s.keys, cfg.Now)
+	s.gen = &generator{keys: &s.keys, now: cfg.Now}
 	s.mux = httpserver.Base{Logger: logger, Trust: cfg.Trust, MaxBodyBytes: MaxBodyBytes}.Wrap(newRouter(s.routes()))
 	return s, nil
 }
