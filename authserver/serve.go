@@ -139,7 +139,7 @@ func serve(ctx context.Context, cfg serveConfig, env cli.Env) error {
 	trust, _ := clientip.ParseTrust(cfg.TrustedProxies)
 	prefix := env.Getenv("REDIS_KEY_PREFIX")
 	registry := clients.NewStore(rdb, prefix, nil)
-	h, err := tokenserver.NewServer(logger, tokenserver.Config{Issuer: cfg.Issuer, Audience: cfg.Audience, Trust: trust, KeyPrefix: prefix,
+	h, err := tokenserver.NewServer(logger, tokenserver.Config{Issuer: cfg.Issuer, Audience: cfg.Audience, Trust: trust,
 		AcceptLegacySecrets: cfg.AcceptLegacySecrets},
 		tokenserver.Deps{
 			Registry: registry,

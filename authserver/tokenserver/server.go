@@ -48,9 +48,6 @@ type Config struct {
 	Now func() time.Time
 	// RateNow is the clock of the rate limits (nil: the Redis server's).
 	RateNow func() time.Time
-	// KeyPrefix starts the Redis keys this handler writes itself ("" in
-	// production; tests isolate themselves with their own).
-	KeyPrefix string
 }
 
 // DefaultFailuresPerMinute is the per-address and per-client limit of

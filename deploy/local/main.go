@@ -91,7 +91,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	prefix := getenv("REDIS_KEY_PREFIX")
 	store := clients.NewStore(rdb, prefix, nil)
 
-	auth, err := tokenserver.NewServer(logger, tokenserver.Config{Issuer: base, Audience: "partner-api", KeyPrefix: prefix},
+	auth, err := tokenserver.NewServer(logger, tokenserver.Config{Issuer: base, Audience: "partner-api"},
 		tokenserver.Deps{
 			Registry: store, Keys: keys,
 			Ready: func(ctx context.Context) error { return redisconn.Ready(ctx, rdb, time.Second) },

@@ -79,7 +79,7 @@ func NewServers(t testing.TB, cfg Config) *Servers {
 	var err error
 	s.Auth, err = tokenserver.NewServer(cfg.AuthLogger, tokenserver.Config{
 		Issuer: cfg.Issuer, Audience: cfg.Audience, Trust: cfg.Trust, FailuresPerMinute: cfg.FailuresPerMinute,
-		Now: cfg.Now, RateNow: cfg.RateNow, KeyPrefix: cfg.KeyPrefix,
+		Now: cfg.Now, RateNow: cfg.RateNow,
 	}, tokenserver.Deps{
 		Registry: s.Store, Keys: s.Keys,
 		Ready: func(ctx context.Context) error { return redisconn.Ping(ctx, authRedis, time.Second) },
