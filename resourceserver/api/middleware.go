@@ -63,7 +63,7 @@ func (s *server) authenticate(c *gin.Context) {
 		}
 		return
 	}
-	adm, err := s.deps.Clients.AdmitAPI(c.Request.Context(), claims.ClientID, claims.Generation, s.cfg.RateLimitNow)
+	adm, err := s.deps.Registry.AdmitAPI(c.Request.Context(), claims.ClientID, claims.Generation, s.cfg.RateNow)
 	if err != nil {
 		s.fail(c, err)
 		return
