@@ -66,13 +66,7 @@ const DefaultAddressFailuresPerMinute = 600
 
 // Validate reports every problem at once.
 func (c Config) Validate() error {
-	var errs []error
-	if c.Issuer == "" {
-		errs = append(errs, errors.New("issuer is required"))
-	}
-	if c.Audience == "" {
-		errs = append(errs, errors.New("audience is required"))
-	}
+	errs := []error{accesstoken.CheckNames(c.Issuer, c.Audience)}
 	if c.FailuresPerMinute < 0 || c.RepeatedFailuresPerMinute < 0 || c.AddressFailuresPerMinute < 0 {
 		errs = append(errs, errors.New("failures per minute must not be negative"))
 	}

@@ -41,13 +41,7 @@ type Config struct {
 
 // Validate reports every problem at once.
 func (c Config) Validate() error {
-	var errs []error
-	if c.Issuer == "" {
-		errs = append(errs, errors.New("issuer is required"))
-	}
-	if c.Audience == "" {
-		errs = append(errs, errors.New("audience is required"))
-	}
+	errs := []error{accesstoken.CheckNames(c.Issuer, c.Audience)}
 	if c.TokenCacheSize < 0 {
 		errs = append(errs, errors.New("token cache size must not be negative"))
 	}
