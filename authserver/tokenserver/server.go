@@ -97,13 +97,18 @@ type Server struct {
 	mux     http.Handler
 }
 
-// NewServer wires the token service.
+// NewServer wires the token service; a nil logger discards. It returns an
+// error for an invalid configuration (every problem at once) or a missing
+// dependency.
 func NewServer(logger *slog.Logger, cfg Config, deps Deps) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if deps.Registry == nil || deps.Keys == nil || deps.Ready == nil {
 		return nil, errors.New("tokenserver: registry, keys and readiness check are required")
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now

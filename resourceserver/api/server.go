@@ -92,7 +92,8 @@ type server struct {
 
 // NewServer returns the resource server's HTTP handler (a *gin.Engine
 // behind the base layer): GET /api/v1/me/, the documentation endpoints and
-// the probes.
+// the probes. A nil logger discards. It returns an error for an invalid
+// configuration (every problem at once) or a missing dependency.
 func NewServer(logger *slog.Logger, cfg Config, deps Deps) (http.Handler, error) {
 	s, err := newServer(logger, cfg, deps)
 	if err != nil {
