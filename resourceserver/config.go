@@ -70,7 +70,7 @@ func (cfg *config) declareFlags(fs *flag.FlagSet, getenv func(string) string) (f
 
 // Validate checks every setting and reports every problem at once. It
 // changes nothing: serve reads the parsed values (trust, maxConns) after it.
-func (c *config) Validate() error {
+func (c config) Validate() error {
 	var errs []error
 	if _, port, err := net.SplitHostPort(c.Addr); err != nil || port == "" {
 		errs = append(errs, fmt.Errorf("addr %q: want host:port or :port", c.Addr))
