@@ -71,11 +71,3 @@ func commands() []cli.Command {
 			Setup:   sandboxSeed},
 	}
 }
-
-// envOr returns the environment variable's value, or def when unset.
-func envOr(getenv func(string) string, name, def string) string {
-	if v := getenv(name); v != "" {
-		return v
-	}
-	return def
-}

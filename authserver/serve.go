@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"strconv"
 	"time"
@@ -89,12 +88,12 @@ func (c serveConfig) Validate() error {
 func serveCommand(fs *flag.FlagSet, env cli.Env) cli.Action {
 	getenv := env.Getenv
 	cfg := &serveConfig{}
-	fs.StringVar(&cfg.Addr, "addr", envOr(getenv, "ADDR", ":8080"), "listen address of the API (env ADDR)")
-	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", envOr(getenv, "METRICS_ADDR", defaultMetricsAddr), "listen address of GET /metrics, or off (env METRICS_ADDR)")
-	fs.StringVar(&cfg.AdminAddr, "admin-addr", envOr(getenv, "ADMIN_ADDR", defaultAdminAddr), "listen address of the admin API, or off (env ADMIN_ADDR)")
+	fs.StringVar(&cfg.Addr, "addr", cli.EnvOr(getenv, "ADDR", ":8080"), "listen address of the API (env ADDR)")
+	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", cli.EnvOr(getenv, "METRICS_ADDR", defaultMetricsAddr), "listen address of GET /metrics, or off (env METRICS_ADDR)")
+	fs.StringVar(&cfg.AdminAddr, "admin-addr", cli.EnvOr(getenv, "ADMIN_ADDR", defaultAdminAddr), "listen address of the admin API, or off (env ADMIN_ADDR)")
 	fs.StringVar(&cfg.KeysFile, "keys", getenv("KEYS_FILE"), "JWK set file of signing keys (env KEYS_FILE)")
-	fs.StringVar(&cfg.Issuer, "issuer", envOr(getenv, "ISSUER", "http://localhost:8080"), "token issuer (iss) and public base URL (env ISSUER)")
-	fs.StringVar(&cfg.Audience, "audience", envOr(getenv, "AUDIENCE", "partner-api"), "token audience (aud) (env AUDIENCE)")
+	fs.StringVar(&cfg.Issuer, "issuer", cli.EnvOr(getenv, "ISSUER", "http://localhost:8080"), "token issuer (iss) and public base URL (env ISSUER)")
+	fs.StringVar(&cfg.Audience, "audience", cli.EnvOr(getenv, "AUDIENCE", "partner-api"), "token audience (aud) (env AUDIENCE)")
 	// Not defaulted from the environment like the others: --help would
 	// print the URL's password.
 	fs.StringVar(&cfg.RedisURL, "redis-url", "", "Redis URL (env REDIS_URL, preferred: flags are visible in ps; default "+redisconn.DefaultURL+")")
@@ -130,7 +129,7 @@ func serve(ctx context.Context, cfg serveConfig, env cli.Env) error {
 	if err != nil {
 		return cli.AsUsage(err)
 	}
-	logRedis(logger)
+	redisconn.SetLogger(logger)
 	keys, err := accesstoken.LoadKeySet(cfg.KeysFile)
 	if err != nil {
 		return err
@@ -145,7 +144,7 @@ func serve(ctx context.Context, cfg serveConfig, env cli.Env) error {
 	trust, _ := clientip.ParseTrust(cfg.TrustedProxies)
 	prefix := env.Getenv("REDIS_KEY_PREFIX")
 	registry := clients.NewStore(rdb, prefix, nil)
-	h, err := tokenserver.NewServer(logger, tokenserver.Config{Issuer: cfg.Issuer, Audience: cfg.Audience, Trust: trust, KeyPrefix: prefix,
+	h, err := tokenserver.NewServer(logger, tokenserver.Config{Issuer: cfg.Issuer, Audience: cfg.Audience, Trust: trust,
 		AcceptLegacySecrets: cfg.AcceptLegacySecrets, JWKS: cfg.JWKS},
 		tokenserver.Deps{
 			Registry: registry,
@@ -161,36 +160,28 @@ func serve(ctx context.Context, cfg serveConfig, env cli.Env) error {
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", cfg.Addr)
+	ls, err := metrics.ListenAll(cfg.Addr, cfg.MetricsAddr)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
-	}
-	mln, err := metrics.Listen(cfg.MetricsAddr)
-	if err != nil {
-		ln.Close()
-		return fmt.Errorf("listen on %s (metrics): %w", cfg.MetricsAddr, err)
+		return err
 	}
 	aln, err := metrics.Listen(cfg.AdminAddr) // the same "host:port or off" rule
 	if err != nil {
-		ln.Close()
-		if mln != nil {
-			mln.Close()
-		}
+		ls.Close()
 		return fmt.Errorf("listen on %s (admin API): %w", cfg.AdminAddr, err)
 	}
 	if err := redisconn.Ping(ctx, rdb, 2*time.Second); err != nil {
 		logger.Warn("redis does not answer yet; requests get 503 until it does", "err", err)
 	}
-	logger.Info("token service listening", "addr", ln.Addr().String(), "issuer", cfg.Issuer, "signing_kid", keys.SigningKeyID())
-	fmt.Fprintf(env.Stdout, "authserver listening on http://%s\n", ln.Addr())
+	logger.Info("token service listening", "addr", ls.API.Addr().String(), "issuer", cfg.Issuer, "signing_kid", keys.SigningKeyID())
+	fmt.Fprintf(env.Stdout, "authserver listening on http://%s\n", ls.API.Addr())
 	if aln == nil {
-		return m.ServeWith(ctx, ln, m.Middleware(h), mln, logger, httpserver.MaxConns(cfg.MaxConns))
+		return m.ServeWith(ctx, ls, h, logger, httpserver.MaxConns(cfg.MaxConns))
 	}
 	logger.Info("admin API listening", "addr", aln.Addr().String())
 	fmt.Fprintf(env.Stdout, "admin API listening on http://%s%s\n", aln.Addr(), adminapi.Prefix)
 	adminDone := make(chan error, 1)
 	go func() { adminDone <- httpserver.Serve(ctx, aln, m.Middleware(admin), logger.With("listener", "admin")) }()
-	err = m.ServeWith(ctx, ln, m.Middleware(h), mln, logger, httpserver.MaxConns(cfg.MaxConns))
+	err = m.ServeWith(ctx, ls, h, logger, httpserver.MaxConns(cfg.MaxConns))
 	if aerr := <-adminDone; err == nil && aerr != nil {
 		err = fmt.Errorf("admin API: %w", aerr)
 	}

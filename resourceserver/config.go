@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/partnerapi/authplatform/pkg/cli"
 	"github.com/partnerapi/authplatform/pkg/clientip"
 	"github.com/partnerapi/authplatform/pkg/logging"
 	"github.com/partnerapi/authplatform/pkg/metrics"
@@ -41,21 +42,12 @@ type config struct {
 	LogLevel       string // --log-level, LOG_LEVEL: debug, info, warn or error
 	BaseURL        string // --base-url, BASE_URL: public address written into the documentation
 	MaxConnsFlag   string // --max-conns, MAX_CONNS: connections served at once ("": from the open file limit)
-
-	// Parsed by Validate.
-	trust    clientip.Trust
-	maxConns int
 }
 
 // declareFlags binds serve's flags to cfg, with defaults from the
 // environment; finish completes cfg after parsing.
 func (cfg *config) declareFlags(fs *flag.FlagSet, getenv func(string) string) (finish func()) {
-	env := func(name, def string) string {
-		if v := getenv(name); v != "" {
-			return v
-		}
-		return def
-	}
+	env := func(name, def string) string { return cli.EnvOr(getenv, name, def) }
 	fs.StringVar(&cfg.Addr, "addr", env("ADDR", defaultAddr), "listen address of the API (env ADDR)")
 	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", env("METRICS_ADDR", defaultMetricsAddr), "listen address of GET /metrics, or off (env METRICS_ADDR)")
 	fs.StringVar(&cfg.JWKSURL, "jwks-url", env("JWKS_URL", defaultJWKSURL), "the token service's JWKS (env JWKS_URL)")
@@ -76,8 +68,9 @@ func (cfg *config) declareFlags(fs *flag.FlagSet, getenv func(string) string) (f
 	}
 }
 
-// Validate checks every setting and reports every problem at once.
-func (c *config) Validate() error {
+// Validate checks every setting and reports every problem at once. It
+// changes nothing: serve reads the parsed values (trust, maxConns) after it.
+func (c config) Validate() error {
 	var errs []error
 	if _, port, err := net.SplitHostPort(c.Addr); err != nil || port == "" {
 		errs = append(errs, fmt.Errorf("addr %q: want host:port or :port", c.Addr))
@@ -94,16 +87,15 @@ func (c *config) Validate() error {
 	if strings.TrimSpace(c.Audience) == "" {
 		errs = append(errs, errors.New("audience: required"))
 	}
+	// Open only parses the URL and builds the client: it does not dial.
 	if rdb, err := redisconn.Open(c.RedisURL); err != nil {
 		errs = append(errs, err) // names REDIS_URL, never its content
 	} else {
 		_ = rdb.Close()
 	}
-	trust, err := clientip.ParseTrust(c.TrustedProxies)
-	if err != nil {
+	if _, err := clientip.ParseTrust(c.TrustedProxies); err != nil {
 		errs = append(errs, err) // names the entry: trusted proxy "x": ...
 	}
-	c.trust = trust
 	if _, err := logging.New(io.Discard, c.LogLevel); err != nil {
 		errs = append(errs, err) // log level "x": use debug, ...
 	}
@@ -113,23 +105,25 @@ func (c *config) Validate() error {
 		}
 	}
 	if c.MaxConnsFlag != "" {
-		n, err := strconv.Atoi(c.MaxConnsFlag)
-		if err != nil || n < 0 {
+		if n, err := strconv.Atoi(c.MaxConnsFlag); err != nil || n < 0 {
 			errs = append(errs, fmt.Errorf("max-conns %q: want a number, 0 or more", c.MaxConnsFlag))
 		}
-		c.maxConns = n
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("invalid configuration:\n  %w", joinIndented(errs))
+		return fmt.Errorf("invalid configuration:\n%w", errors.Join(errs...))
 	}
 	return nil
 }
 
-// joinIndented joins errors one per line.
-func joinIndented(errs []error) error {
-	msgs := make([]string, len(errs))
-	for i, e := range errs {
-		msgs[i] = e.Error()
-	}
-	return errors.New(strings.Join(msgs, "\n  "))
+// trust is the parsed TrustedProxies (valid once Validate passed).
+func (c *config) trust() clientip.Trust {
+	t, _ := clientip.ParseTrust(c.TrustedProxies)
+	return t
+}
+
+// maxConns is the parsed MaxConnsFlag, 0 when unset (valid once Validate
+// passed).
+func (c *config) maxConns() int {
+	n, _ := strconv.Atoi(c.MaxConnsFlag)
+	return n
 }

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"time"
 
@@ -43,7 +42,7 @@ func serve(ctx context.Context, cfg *config, env cli.Env) error {
 	if err != nil {
 		return cli.AsUsage(err)
 	}
-	logRedis(logger)
+	redisconn.SetLogger(logger)
 	m := metrics.NewResourceServer(metrics.New("resourceserver"))
 
 	rdb, err := redisconn.Open(cfg.RedisURL)
@@ -78,29 +77,27 @@ func serve(ctx context.Context, cfg *config, env cli.Env) error {
 	if err != nil {
 		return err
 	}
-	handler := api.NewServer(logger, api.Config{
-		Issuer:         cfg.Issuer,
-		Audience:       cfg.Audience,
-		TrustedProxies: cfg.trust,
+	handler, err := api.NewServer(logger, api.Config{
+		Issuer:   cfg.Issuer,
+		Audience: cfg.Audience,
+		Trust:    cfg.trust(),
 	}, api.Deps{
-		Clients: clients.NewStore(rdb, cfg.KeyPrefix, nil),
-		Keys:    withdrawals.Filter(keys),
-		Docs:    docs,
-		Redis:   rdb,
-		Metrics: m,
+		Registry: clients.NewStore(rdb, cfg.KeyPrefix, nil),
+		Keys:     withdrawals.Filter(keys),
+		Docs:     docs,
+		Ready:    func(ctx context.Context) error { return redisconn.Ready(ctx, rdb, time.Second) },
+		Metrics:  m,
 	})
+	if err != nil {
+		return err
+	}
 
-	ln, err := net.Listen("tcp", cfg.Addr)
+	ls, err := metrics.ListenAll(cfg.Addr, cfg.MetricsAddr)
 	if err != nil {
-		return fmt.Errorf("listen: %w", err)
+		return err
 	}
-	mln, err := metrics.Listen(cfg.MetricsAddr)
-	if err != nil {
-		ln.Close()
-		return fmt.Errorf("listen on %s (metrics): %w", cfg.MetricsAddr, err)
-	}
-	logger.Info("listening", slog.String("addr", ln.Addr().String()), slog.String("jwks_url", cfg.JWKSURL),
+	logger.Info("listening", slog.String("addr", ls.API.Addr().String()), slog.String("jwks_url", cfg.JWKSURL),
 		slog.String("issuer", cfg.Issuer), slog.String("audience", cfg.Audience))
-	fmt.Fprintf(env.Stdout, "resourceserver listening on http://%s\n", ln.Addr())
-	return m.ServeWith(ctx, ln, m.Middleware(handler), mln, logger, httpserver.MaxConns(cfg.maxConns))
+	fmt.Fprintf(env.Stdout, "resourceserver listening on http://%s\n", ls.API.Addr())
+	return m.ServeWith(ctx, ls, handler, logger, httpserver.MaxConns(cfg.maxConns()))
 }

@@ -55,7 +55,7 @@ func newStack(t *testing.T, opt options) *stack {
 		t.Fatal(err)
 	}
 	store := clients.NewStore(rdb, prefix, nil)
-	tok, err := tokenserver.NewServer(slog.New(slog.DiscardHandler), tokenserver.Config{Issuer: "https://issuer.test", Audience: "partner-api", KeyPrefix: prefix},
+	tok, err := tokenserver.NewServer(slog.New(slog.DiscardHandler), tokenserver.Config{Issuer: "https://issuer.test", Audience: "partner-api"},
 		tokenserver.Deps{Registry: store, Keys: keys, Ready: func(context.Context) error { return nil }})
 	if err != nil {
 		t.Fatal(err)

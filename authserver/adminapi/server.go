@@ -26,7 +26,9 @@ type Config struct {
 	// (the caller's address is audited).
 	Trust clientip.Trust
 	// KeyPrefix starts the Redis keys of idempotency records and the admin
-	// audit stream ("" in production).
+	// audit stream: REDIS_KEY_PREFIX, as for the client registry, so
+	// deployments sharing one Redis keep apart ("" by default); tests
+	// isolate themselves with their own.
 	KeyPrefix string
 	// RateNow is the clock of the operators' rate limits (nil: Redis's).
 	RateNow func() time.Time

@@ -3,16 +3,17 @@
 // token introspection (RFC 7662), the signing keys (RFC 7517) and the
 // authorization server metadata (RFC 8414).
 //
-// The token endpoint runs on go-oauth2/oauth2/v4 for what it is made for
-// (grant dispatch, client lookup and secret verification order, token
-// response), with the workarounds its design needs for this service's spec:
-// the request body is parsed here (form or JSON object, size-capped, at most
-// MaxParams parameters counted before any is decoded, repeated parameters
-// refused) and handed to it as r.Form; client credentials are
-// read here (HTTP Basic URL-decoded per RFC 6749 section 2.3.1, or form
-// fields, never both); scope narrowing and the per-client rate limit run in
-// the access token generator, which go-oauth2 calls only after the secret
-// is verified, so a wrong secret never learns what a client holds.
+// The token endpoint issues through go-oauth2/oauth2/v4's manage.Manager
+// (oauth2adapter.go), which runs the grant's bookkeeping and calls this
+// package's access token generator; go-oauth2's HTTP layer is not used.
+// Everything before it is this package's: the request body is parsed here
+// (form or JSON object, size-capped, at most MaxParams parameters counted
+// before any is decoded, repeated parameters refused, RFC 6749 section
+// 3.2); client credentials are read here (HTTP Basic URL-decoded per RFC
+// 6749 section 2.3.1, or form fields, never both); the secret, the
+// requested scope and the per-client token limit are checked in one Redis
+// round trip, the scope only after the secret, so a wrong secret never
+// learns what a client holds.
 //
 // Who may introspect what: a client authenticates as itself and learns only
 // about its own tokens. A token of any other client is answered

@@ -35,10 +35,10 @@ type slowDown struct {
 
 func (e *slowDown) Error() string { return "slow_down" }
 
-// toOAuth maps any error of the token endpoint to what the client sees.
-// go-oauth2's own sentinels keep their codes (with this service's statuses:
-// RFC 6749 section 5.2 answers 400, not 401, for an unsupported grant type);
-// a Redis failure is 503; anything else is a 500 without internals.
+// toOAuth maps any error of the token endpoint to what the client sees
+// (RFC 6749 section 5.2): this package's own errors as they are; the one
+// sentinel go-oauth2's Manager refuses a client with as invalid_client; a
+// Redis failure as 503; anything else as a 500 without internals.
 func toOAuth(err error) (*oauthError, http.Header) {
 	var oe *oauthError
 	var sd *slowDown
@@ -59,15 +59,8 @@ func toOAuth(err error) (*oauthError, http.Header) {
 		h.Set("Retry-After", strconv.Itoa(unavailableRetryAfter))
 		return errTemporarilyUnavailable, h
 	}
-	switch err {
-	case oauthErrors.ErrInvalidClient, oauthErrors.ErrUnauthorizedClient:
+	if err == oauthErrors.ErrInvalidClient {
 		return errInvalidClient, nil
-	case oauthErrors.ErrInvalidScope:
-		return errInvalidScope, nil
-	case oauthErrors.ErrInvalidRequest:
-		return invalidRequest("The request is missing a required parameter or is otherwise malformed"), nil
-	case oauthErrors.ErrUnsupportedGrantType:
-		return errUnsupportedGrant, nil
 	}
 	return errServer, nil
 }

@@ -73,7 +73,7 @@ func FuzzTokenRequest(f *testing.F) {
 	rate := newClock(epoch)
 	srv, err := NewServer(logger, Config{
 		Issuer: testIssuer, Audience: testAudience, Now: func() time.Time { return epoch },
-		RateNow: rate.Now, KeyPrefix: prefix,
+		RateNow: rate.Now,
 	}, Deps{
 		Registry: store, Keys: keys,
 		Ready: func(ctx context.Context) error { return redisconn.Ping(ctx, rdb, time.Second) },

@@ -130,7 +130,7 @@ func (e *env) start(keys *accesstoken.KeySet) (string, *Server) {
 	rdb := e.rdb
 	s, err := NewServer(logger, Config{
 		Issuer: testIssuer, Audience: testAudience, Trust: e.trust, FailuresPerMinute: e.failures,
-		RepeatedFailuresPerMinute: e.repeats, AddressFailuresPerMinute: e.ceiling, Now: e.now.Now, RateNow: rateNow, KeyPrefix: e.prefix,
+		RepeatedFailuresPerMinute: e.repeats, AddressFailuresPerMinute: e.ceiling, Now: e.now.Now, RateNow: rateNow,
 		AcceptLegacySecrets: e.legacy, JWKS: e.jwks,
 	}, Deps{
 		Registry: e.store,

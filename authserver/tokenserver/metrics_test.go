@@ -26,7 +26,7 @@ func TestMetrics(t *testing.T) {
 	logger, _ := logging.New(e.logs, "debug")
 	s, err := NewServer(logger, Config{
 		Issuer: testIssuer, Audience: testAudience, FailuresPerMinute: 2,
-		Now: e.now.Now, RateNow: e.rate.Now, KeyPrefix: e.prefix,
+		Now: e.now.Now, RateNow: e.rate.Now,
 	}, Deps{
 		Registry: e.store, Keys: e.keys, Metrics: m,
 		Ready: func(ctx context.Context) error { return redisconn.Ping(ctx, e.rdb, time.Second) },

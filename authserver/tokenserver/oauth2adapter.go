@@ -1,12 +1,15 @@
 package tokenserver
 
-// This file is the whole of go-oauth2 in the token service. go-oauth2 runs
-// the client credentials grant's bookkeeping and formats its answer (RFC
-// 6749 sections 4.4.2 and 5.1); everything it does not do the way this
-// service must (parsing, client authentication, scope, limits, errors: see
-// ../shared/notes/libraries.md) happens before it is called, in one
-// authentication path (authenticate.go), and it is handed the client that
-// path let through. A reader can skip this file.
+// This file is the whole of go-oauth2 in the token service: its
+// manage.Manager runs the client credentials grant's bookkeeping (RFC 6749
+// section 4.4.3: the client, the scope and lifetime of the token) and calls
+// this service's access token generator. Everything it does not do the way
+// this service must (parsing, client authentication, scope, limits,
+// errors: see ../shared/notes/libraries.md) happens before it is called, in
+// one authentication path (authenticate.go), and it is handed the client
+// that path let through. Its HTTP layer (server.Server) is not used: this
+// package parses requests and writes answers itself. A reader can skip this
+// file.
 
 import (
 	"context"
@@ -18,96 +21,90 @@ import (
 	"github.com/go-oauth2/oauth2/v4"
 	oauthErrors "github.com/go-oauth2/oauth2/v4/errors"
 	"github.com/go-oauth2/oauth2/v4/manage"
-	"github.com/go-oauth2/oauth2/v4/server"
 
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
 	"github.com/partnerapi/authplatform/pkg/clients"
 )
 
-// newOAuth builds the go-oauth2 server for the client credentials grant.
-func newOAuth(keys *atomic.Pointer[keyState], now func() time.Time) *server.Server {
+// tokenResponse is the 200 answer of the token endpoint (RFC 6749 section
+// 5.1). Its fields are in the order of their names, as the answer has
+// always been written. The scope is always present, "" included: the
+// granted scope may differ from the requested one (RFC 6749 section 3.3).
+type tokenResponse struct {
+	AccessToken string `json:"access_token"`
+	ExpiresIn   int64  `json:"expires_in"`
+	Scope       string `json:"scope"`
+	TokenType   string `json:"token_type"`
+}
+
+// issue has go-oauth2 issue the token of an authenticated request, with the
+// scope authenticate granted, and returns the 200 answer's body.
+//
+// The Manager is built for the request: its client store is the one
+// client authenticate let through (go-oauth2 looks the client up by id
+// only, and this one carries its credential generation and secret id to
+// the generator),
+// so nothing is handed over in a context and no secret is compared again.
+// A Manager is a handful of fields; the generator and token store are the
+// server's.
+func (s *Server) issue(r *http.Request, req *clientRequest, auth clients.Authentication) (tokenResponse, error) {
 	m := manage.NewManager()
+	// go-oauth2's default lifetime is 2 hours; it issues no refresh token
+	// for this grant (RFC 6749 section 4.4.3).
 	m.SetClientTokenCfg(&manage.Config{AccessTokenExp: accesstoken.Lifetime})
-	m.MapClientStorage(authenticatedClients{})
+	m.MapClientStorage(authenticatedClient{id: req.Client.ID, generation: auth.Generation, secretID: auth.SecretID})
 	m.MapTokenStorage(selfContained{})
-	m.MapAccessGenerate(&generator{keys: keys, now: now})
-
-	scfg := server.NewConfig()
-	scfg.AllowedGrantTypes = []oauth2.GrantType{oauth2.ClientCredentials}
-	srv := server.NewServer(scfg, m)
-	srv.ClientInfoHandler = func(r *http.Request) (string, string, error) {
-		a, ok := r.Context().Value(authenticatedKey{}).(*authenticated)
-		if !ok {
-			return "", "", oauthErrors.ErrInvalidClient
-		}
-		return a.id, "", nil
-	}
-	// go-oauth2 drops an empty scope from the response; the spec wants "".
-	srv.ExtensionFieldsHandler = func(ti oauth2.TokenInfo) map[string]any {
-		if ti.GetScope() == "" {
-			return map[string]any{"scope": ""}
-		}
-		return nil
-	}
-	return srv
-}
-
-// authenticated is a client that authenticate let through, handed to
-// go-oauth2 in the request's context.
-type authenticated struct {
-	id   string
-	auth clients.Authentication
-}
-
-type authenticatedKey struct{}
-
-// issue has go-oauth2 issue the token of an authenticated request and
-// returns the 200 answer's body.
-func (s *Server) issue(r *http.Request, req *clientRequest, auth clients.Authentication) (map[string]any, error) {
-	// Hand go-oauth2 the parsed parameters only: it reads r.FormValue,
-	// which would otherwise parse the body again and merge the query.
-	r.Form, r.PostForm = req.Params, req.Params
-	r = r.WithContext(context.WithValue(r.Context(), authenticatedKey{}, &authenticated{id: req.Client.ID, auth: auth}))
-	gt, tgr, err := s.oauth.ValidationTokenRequest(r)
+	m.MapAccessGenerate(s.gen)
+	ti, err := m.GenerateAccessToken(r.Context(), oauth2.ClientCredentials, &oauth2.TokenGenerateRequest{
+		ClientID: req.Client.ID,
+		Scope:    strings.Join(auth.Scopes, " "),
+	})
 	if err != nil {
-		return nil, err
+		return tokenResponse{}, err
 	}
-	ti, err := s.oauth.GetAccessToken(r.Context(), gt, tgr)
-	if err != nil {
-		return nil, err
-	}
-	return s.oauth.GetTokenData(ti), nil
+	return tokenResponse{
+		AccessToken: ti.GetAccess(),
+		ExpiresIn:   int64(ti.GetAccessExpiresIn() / time.Second),
+		Scope:       ti.GetScope(),
+		TokenType:   "Bearer", // RFC 6750 section 4
+	}, nil
 }
 
-// authenticatedClients is go-oauth2's client store: it knows the one client
-// authenticate let through for the request, and no other.
-type authenticatedClients struct{}
+// authenticatedClient is go-oauth2's client store and the client it holds:
+// the one client authenticate let through, and no other. It is a
+// confidential client (RFC 6749 section 2.1) without a secret to compare:
+// go-oauth2 compares secrets only when the store gives one, and this one
+// was checked by authenticate, in Redis.
+type authenticatedClient struct {
+	id         string
+	generation int64
+	// secretID is the secret it authenticated with (the token's secret_id).
+	secretID int64
+}
 
-var _ oauth2.ClientStore = authenticatedClients{}
+var (
+	_ oauth2.ClientStore = authenticatedClient{}
+	_ oauth2.ClientInfo  = authenticatedClient{}
+)
 
-func (authenticatedClients) GetByID(ctx context.Context, id string) (oauth2.ClientInfo, error) {
-	a, ok := ctx.Value(authenticatedKey{}).(*authenticated)
-	if !ok || a.id != id {
+func (c authenticatedClient) GetByID(_ context.Context, id string) (oauth2.ClientInfo, error) {
+	if id != c.id {
 		return nil, oauthErrors.ErrInvalidClient
 	}
-	return a, nil
+	return c, nil
 }
 
-var _ oauth2.ClientPasswordVerifier = (*authenticated)(nil)
+func (c authenticatedClient) GetID() string     { return c.id }
+func (c authenticatedClient) GetSecret() string { return "" }
+func (c authenticatedClient) GetDomain() string { return "" }
+func (c authenticatedClient) IsPublic() bool    { return false }
+func (c authenticatedClient) GetUserID() string { return "" }
 
-func (a *authenticated) GetID() string     { return a.id }
-func (a *authenticated) GetSecret() string { return "" }
-func (a *authenticated) GetDomain() string { return "" }
-func (a *authenticated) IsPublic() bool    { return false }
-func (a *authenticated) GetUserID() string { return "" }
-
-// VerifyPassword: the secret was checked by authenticate, in Redis; without
-// this verifier go-oauth2 would compare secrets with != itself.
-func (a *authenticated) VerifyPassword(string) bool { return true }
-
-// selfContained is the token store of self-contained tokens: go-oauth2
-// always calls Create, and there is nothing to keep, since a token's
-// validity is its signature plus the client's state in Redis.
+// selfContained is the token store of self-contained tokens. The Manager
+// always calls Create on the token it generated (and panics without a
+// store); there is nothing to keep, since a token's validity is its
+// signature plus the client's state in Redis, so it stores nothing and
+// finds nothing.
 type selfContained struct{}
 
 var _ oauth2.TokenStore = selfContained{}
@@ -127,7 +124,7 @@ func (selfContained) GetByRefresh(context.Context, string) (oauth2.TokenInfo, er
 }
 
 // generator signs the access token of the authenticated client with the
-// scope authenticate granted and the client's credential generation.
+// scope the Manager was given and the client's credential generation.
 type generator struct {
 	keys *atomic.Pointer[keyState] // the server's; see UseKeys
 	now  func() time.Time
@@ -136,19 +133,17 @@ type generator struct {
 var _ oauth2.AccessGenerate = (*generator)(nil)
 
 func (g *generator) Token(_ context.Context, data *oauth2.GenerateBasic, _ bool) (string, string, error) {
-	a, ok := data.Client.(*authenticated)
+	c, ok := data.Client.(authenticatedClient)
 	if !ok {
 		return "", "", errServer
 	}
-	granted := strings.Join(a.auth.Scopes, " ")
 	issuer := g.keys.Load().issuer
 	if issuer == nil { // the signing key is withdrawn
 		return "", "", errNoSigningKey
 	}
-	token, _, err := issuer.Issue(accesstoken.Grant{ClientID: a.id, Scope: granted, Generation: a.auth.Generation, SecretID: a.auth.SecretID, Now: g.now()})
+	token, _, err := issuer.Issue(accesstoken.Grant{ClientID: c.id, Scope: data.TokenInfo.GetScope(), Generation: c.generation, SecretID: c.secretID, Now: g.now()})
 	if err != nil {
 		return "", "", err
 	}
-	data.TokenInfo.SetScope(granted)
 	return token, "", nil
 }

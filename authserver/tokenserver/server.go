@@ -9,8 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-oauth2/oauth2/v4/server"
-
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
 	"github.com/partnerapi/authplatform/pkg/clientip"
 	"github.com/partnerapi/authplatform/pkg/httpserver"
@@ -54,9 +52,6 @@ type Config struct {
 	Now func() time.Time
 	// RateNow is the clock of the rate limits (nil: the Redis server's).
 	RateNow func() time.Time
-	// KeyPrefix starts the Redis keys this handler writes itself ("" in
-	// production; tests isolate themselves with their own).
-	KeyPrefix string
 }
 
 // DefaultFailuresPerMinute is the per-address and per-client limit of
@@ -75,13 +70,7 @@ const DefaultAddressFailuresPerMinute = 600
 
 // Validate reports every problem at once.
 func (c Config) Validate() error {
-	var errs []error
-	if c.Issuer == "" {
-		errs = append(errs, errors.New("issuer is required"))
-	}
-	if c.Audience == "" {
-		errs = append(errs, errors.New("audience is required"))
-	}
+	errs := []error{accesstoken.CheckNames(c.Issuer, c.Audience)}
 	if c.FailuresPerMinute < 0 || c.RepeatedFailuresPerMinute < 0 || c.AddressFailuresPerMinute < 0 {
 		errs = append(errs, errors.New("failures per minute must not be negative"))
 	}
@@ -103,7 +92,7 @@ type Server struct {
 	log     *slog.Logger
 	cfg     Config
 	reg     registry
-	oauth   *server.Server
+	gen     *generator
 	keys    atomic.Pointer[keyState]
 	ceiling *addressCeiling
 	ready   func(ctx context.Context) error
@@ -116,13 +105,18 @@ type Server struct {
 	audiences     []string
 }
 
-// NewServer wires the token service.
+// NewServer wires the token service; a nil logger discards. It returns an
+// error for an invalid configuration (every problem at once) or a missing
+// dependency.
 func NewServer(logger *slog.Logger, cfg Config, deps Deps) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if deps.Registry == nil || deps.Keys == nil || deps.Ready == nil {
 		return nil, errors.New("tokenserver: registry, keys and readiness check are required")
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -157,7 +151,7 @@ func NewServer(logger *slog.Logger, cfg Config, deps Deps) (*Server, error) {
 	if err := s.UseKeys(deps.Keys, nil); err != nil {
 		return nil, err
 	}
-	s.oauth = newOAuth(&s.keys, cfg.Now)
+	s.gen = &generator{keys: &s.keys, now: cfg.Now}
 	s.mux = httpserver.Base{Logger: logger, Trust: cfg.Trust, MaxBodyBytes: MaxBodyBytes}.Wrap(newRouter(s.routes()))
 	return s, nil
 }

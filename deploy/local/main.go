@@ -91,11 +91,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	prefix := getenv("REDIS_KEY_PREFIX")
 	store := clients.NewStore(rdb, prefix, nil)
 
-	auth, err := tokenserver.NewServer(logger, tokenserver.Config{Issuer: base, Audience: "partner-api", KeyPrefix: prefix},
-		tokenserver.Deps{
-			Registry: store, Keys: keys,
-			Ready: func(ctx context.Context) error { return redisconn.Ready(ctx, rdb, time.Second) },
-		})
+	ready := func(ctx context.Context) error { return redisconn.Ready(ctx, rdb, time.Second) }
+	auth, err := tokenserver.NewServer(logger, tokenserver.Config{Issuer: base, Audience: "partner-api"},
+		tokenserver.Deps{Registry: store, Keys: keys, Ready: ready})
 	if err != nil {
 		ln.Close()
 		return err
@@ -105,8 +103,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		ln.Close()
 		return err
 	}
-	res := api.NewServer(logger, api.Config{Issuer: base, Audience: "partner-api"},
-		api.Deps{Clients: store, Keys: accesstoken.StaticKeys{Set: keys.Public()}, Docs: docs, Redis: rdb})
+	res, err := api.NewServer(logger, api.Config{Issuer: base, Audience: "partner-api"},
+		api.Deps{Registry: store, Keys: accesstoken.StaticKeys{Set: keys.Public()}, Docs: docs, Ready: ready})
+	if err != nil {
+		ln.Close()
+		return err
+	}
 
 	org, seeded, err := store.SeedSandbox(ctx)
 	if err != nil {

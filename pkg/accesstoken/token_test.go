@@ -498,3 +498,14 @@ func BenchmarkVerify(b *testing.B) {
 		}
 	}
 }
+
+// CheckNames names every missing name at once.
+func TestCheckNames(t *testing.T) {
+	if err := accesstoken.CheckNames("https://issuer.test", "partner-api"); err != nil {
+		t.Errorf("both given: %v", err)
+	}
+	err := accesstoken.CheckNames("", "")
+	if err == nil || !strings.Contains(err.Error(), "issuer is required") || !strings.Contains(err.Error(), "audience is required") {
+		t.Errorf("neither given: %v", err)
+	}
+}

@@ -78,6 +78,16 @@ type Env struct {
 	Stderr io.Writer
 }
 
+// EnvOr returns the environment variable name's value from getenv, or def
+// when it is unset or empty: the default of a flag that the environment may
+// set.
+func EnvOr(getenv func(string) string, name, def string) string {
+	if v := getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
 // Action runs a command with its positional arguments, after its flags were
 // parsed into the variables Setup bound them to.
 type Action func(ctx context.Context, args []string) error

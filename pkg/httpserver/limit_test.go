@@ -21,6 +21,9 @@ type peakListener struct {
 	net.Listener
 	mu         sync.Mutex
 	open, peak int
+	// accepted receives one value per accepted connection (dropped when
+	// nobody reads and the buffer is full).
+	accepted chan struct{}
 }
 
 func (l *peakListener) Accept() (net.Conn, error) {
@@ -32,6 +35,10 @@ func (l *peakListener) Accept() (net.Conn, error) {
 	l.open++
 	l.peak = max(l.peak, l.open)
 	l.mu.Unlock()
+	select {
+	case l.accepted <- struct{}{}:
+	default:
+	}
 	return &peakConn{Conn: c, l: l}, nil
 }
 
@@ -61,7 +68,7 @@ func serveLimited(t *testing.T, max int) (*peakListener, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pl := &peakListener{Listener: ln}
+	pl := &peakListener{Listener: ln, accepted: make(chan struct{}, 64)}
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
@@ -153,7 +160,14 @@ func TestConnectionLimitQueues(t *testing.T) {
 		}
 		defer c.Close()
 	}
-	time.Sleep(200 * time.Millisecond)
+	// The server holds every slot once it has accepted them all.
+	for i := range limit {
+		select {
+		case <-pl.accepted:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("the server accepted %d of %d silent connections", i, limit)
+		}
+	}
 	start := time.Now()
 	c := keepAliveConn(t, addr)
 	c.Close()

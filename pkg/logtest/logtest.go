@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Sink is an io.Writer safe for concurrent use that keeps everything
@@ -13,13 +14,43 @@ import (
 type Sink struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
+	// written is closed by the next Write (nil: nobody waits).
+	written chan struct{}
 }
 
-// Write appends p.
+// Write appends p and wakes WaitFor.
 func (s *Sink) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.written != nil {
+		close(s.written)
+		s.written = nil
+	}
 	return s.buf.Write(p)
+}
+
+// WaitFor waits until what was written contains substr, or timeout passes,
+// and reports whether it does. It wakes on each Write, without polling.
+func (s *Sink) WaitFor(substr string, timeout time.Duration) bool {
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	for {
+		s.mu.Lock()
+		if strings.Contains(s.buf.String(), substr) {
+			s.mu.Unlock()
+			return true
+		}
+		if s.written == nil {
+			s.written = make(chan struct{})
+		}
+		written := s.written
+		s.mu.Unlock()
+		select {
+		case <-written:
+		case <-timer.C:
+			return strings.Contains(s.String(), substr)
+		}
+	}
 }
 
 // String returns everything written so far.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/partnerapi/authplatform/pkg/logtest"
 )
@@ -43,5 +44,22 @@ func TestSink(t *testing.T) {
 	fmt.Fprint(&s, "\n")
 	if len(s.Records(t)) != 0 {
 		t.Error("a blank line is a record")
+	}
+}
+
+// WaitFor wakes on the Write that brings the text, and gives up at its
+// timeout when none does.
+func TestSinkWaitFor(t *testing.T) {
+	var s logtest.Sink
+	go func() {
+		for i := range 3 {
+			fmt.Fprintf(&s, "line %d\n", i)
+		}
+	}()
+	if !s.WaitFor("line 2", time.Minute) {
+		t.Fatalf("WaitFor missed a written line: %q", s.String())
+	}
+	if s.WaitFor("never written", 10*time.Millisecond) {
+		t.Error("WaitFor found text nobody wrote")
 	}
 }

@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -159,24 +158,3 @@ func ValidAddr(addr string) bool {
 
 // since is the seconds elapsed since start.
 func since(start time.Time) float64 { return time.Since(start).Seconds() }
-
-// ServeWith serves h on ln (httpserver.Serve) and, unless mln is nil, the
-// metrics on mln, until ctx ends. The metrics listener outlives the API's
-// graceful shutdown, so that a last scrape sees the final counts, and stops
-// right after it.
-func (m *Metrics) ServeWith(ctx context.Context, ln net.Listener, h http.Handler, mln net.Listener, logger *slog.Logger, opts ...httpserver.Option) error {
-	if mln == nil {
-		return httpserver.Serve(ctx, ln, h, logger, opts...)
-	}
-	mctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	defer stop()
-	done := make(chan error, 1)
-	logger.Info("metrics listening", slog.String("addr", mln.Addr().String()), slog.String("path", Path))
-	go func() { done <- m.Serve(mctx, mln, logger) }()
-	err := httpserver.Serve(ctx, ln, h, logger, opts...)
-	stop()
-	if merr := <-done; err == nil && merr != nil {
-		err = fmt.Errorf("metrics: %w", merr)
-	}
-	return err
-}

@@ -4,7 +4,8 @@
 //
 // The counting is done by a Lua function (WindowLua, window_limit) that other
 // packages embed in their own scripts, so a caller can check state and count
-// in one Redis round trip; Limiter runs it on its own for plain keys.
+// in one Redis round trip. Package ratelimittest reads what it stored, for
+// tests.
 //
 // # How it counts
 //

@@ -161,18 +161,3 @@ local function window_limit(key, limit, window_ms, now_ms)
   return 0, total, j * b + window_ms - 1 - now_ms
 end
 `
-
-// Total reads, from the raw value of a key kept by WindowLua, the number of
-// requests it counted as of its latest admission (buckets that left the
-// window since are not taken off). It is 0 for a value of another form.
-func Total(raw string) int64 {
-	const header, slots = 22, 61
-	if len(raw) != header+4*slots {
-		return 0
-	}
-	var n int64
-	for _, b := range []byte(raw[12:18]) {
-		n = n<<8 | int64(b)
-	}
-	return n
-}

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/partnerapi/authplatform/pkg/ratelimit"
+	"github.com/partnerapi/authplatform/pkg/ratelimit/ratelimittest"
 	"github.com/partnerapi/authplatform/pkg/redistest"
 	"github.com/partnerapi/authplatform/pkg/testclock"
 )
@@ -322,6 +323,31 @@ func TestWindowHugeLimit(t *testing.T) {
 			if d, err := l.Allow(t.Context(), prefix+"k"); err != nil || !d.Allowed || d.Count != int64(i+1) {
 				t.Fatalf("request %d: %+v, %v; want admitted", i+1, d, err)
 			}
+		}
+	})
+}
+
+// TestWindowTotal pins ratelimittest.Total to what WindowLua stores: the
+// admitted requests as of the latest admission, refusals not counted.
+func TestWindowTotal(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		clk := testclock.New(tAligned)
+		l := ratelimit.NewLimiter(rdb, 4, time.Minute, clk.Now)
+		for i := range 6 {
+			clk.Add(1500 * time.Millisecond) // across buckets
+			if _, err := l.Allow(t.Context(), prefix+"k"); err != nil {
+				t.Fatalf("request %d: %v", i, err)
+			}
+		}
+		raw, err := rdb.Get(t.Context(), prefix+"k").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := ratelimittest.Total(raw); n != 4 {
+			t.Errorf("Total %d, want 4 (6 requests, limit 4)", n)
+		}
+		if n := ratelimittest.Total("not a window"); n != 0 {
+			t.Errorf("Total of another value %d, want 0", n)
 		}
 	})
 }

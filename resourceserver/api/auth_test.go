@@ -245,7 +245,7 @@ func TestTokenCache(t *testing.T) {
 	deps.Keys = keys
 	cv := &cacheCount{}
 	deps.Metrics = cv
-	s := newServer(nil, f.config(), deps)
+	s := f.newServer(nil, f.config(), deps)
 	c := f.client("st-marys", clients.EnvironmentLive, clients.AudienceHospital)
 	tok := f.token(c, "")
 
@@ -310,7 +310,7 @@ func TestUnknownKeyFetchesBeforeAnswering(t *testing.T) {
 	keys := &fetchingKeys{keySource: keySource{set: f.keys.Public()}}
 	deps := f.deps()
 	deps.Keys = keys
-	s := newServer(nil, f.config(), deps)
+	s := f.newServer(nil, f.config(), deps)
 	c := f.client("st-marys", clients.EnvironmentLive, clients.AudienceHospital)
 
 	if rec := doGet(t, s.handler, "/api/v1/me/", f.token(c, "")); rec.Code != 200 || keys.fetches != 0 {

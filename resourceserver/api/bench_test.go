@@ -21,9 +21,9 @@ func benchServer(b *testing.B) (*fixture, *server, string) {
 	b.Helper()
 	f := newFixture(b)
 	cfg := f.config()
-	cfg.RateLimitNow = nil // the Redis server's clock, as in production
+	cfg.RateNow = nil // the Redis server's clock, as in production
 	logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	s := newServer(logger, cfg, f.deps())
+	s := f.newServer(logger, cfg, f.deps())
 	c := f.client("st-marys", clients.EnvironmentLive, clients.AudienceHospital, clients.AllScopes...)
 	if _, err := f.store.SetRateLimit(context.Background(), c.ID, clients.MaxRateLimitPerMinute); err != nil {
 		b.Fatal(err)

@@ -26,7 +26,8 @@
 // Refusals follow RFC 6750 section 3: 401 with
 // WWW-Authenticate: Bearer realm="api" (plus error="invalid_token" when a
 // token was sent), 400 error="invalid_request" for two Authorization headers
-// or a token in the query, 403 error="insufficient_scope" from RequireScope.
+// or a token in the query. No endpoint of this release needs a scope (403
+// error="insufficient_scope" comes with the first that does).
 //
 // # Rate limits
 //
@@ -53,8 +54,7 @@
 // Allow) and panics (500, logged with the stack), answers
 // {"detail":"..."} with Content-Type application/json; charset=utf-8.
 // errors.go is the one place that writes such bodies and maps errors to
-// statuses; a cause is logged, never sent. A record outside the caller's
-// organisation is answered exactly like a missing one (OrgGuard).
+// statuses; a cause is logged, never sent.
 //
 // # Documentation
 //

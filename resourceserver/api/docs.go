@@ -102,7 +102,7 @@ func (s *server) publicBase(r *http.Request) string {
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	if s.cfg.TrustedProxies.FromProxy(r) {
+	if s.cfg.Trust.FromProxy(r) {
 		if p := r.Header.Get("X-Forwarded-Proto"); p == "http" || p == "https" {
 			scheme = p
 		}

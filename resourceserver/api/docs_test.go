@@ -23,8 +23,8 @@ func TestDocsBaseURL(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := f.config()
-	cfg.TrustedProxies = trust
-	s := newServer(nil, cfg, f.deps())
+	cfg.Trust = trust
+	s := f.newServer(nil, cfg, f.deps())
 	tests := []struct {
 		name, remote, host, fwdHost, fwdProto, want string
 	}{
@@ -58,7 +58,7 @@ func TestDocsBaseURL(t *testing.T) {
 	}
 	deps := f.deps()
 	deps.Docs = docs
-	fixed := newServer(nil, f.config(), deps)
+	fixed := f.newServer(nil, f.config(), deps)
 	for _, path := range []string{"/docs/quickstart.md", "/llms-full.txt", "/llms.txt", "/api/v1/schema/"} {
 		rec := serve(fixed.handler, httptest.NewRequest(http.MethodGet, path, nil))
 		if b := rec.Body.String(); strings.Contains(b, apidocs.BaseURLPlaceholder) || rec.Header().Get("Vary") != "" {

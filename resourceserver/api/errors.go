@@ -97,16 +97,6 @@ func rateLimited(d ratelimit.Decision) *problem {
 	return &p
 }
 
-// insufficientScope is the 403 of a token without scope (RFC 6750 section
-// 3.1, insufficient_scope; spec: Scopes, rule 3).
-func insufficientScope(scope string) *problem {
-	return &problem{
-		status:    http.StatusForbidden,
-		detail:    "the access token lacks the scope this endpoint needs: " + scope,
-		challenge: realm + `, error="insufficient_scope", scope="` + scope + `"`,
-	}
-}
-
 // problemOf maps any error to what the client is told: a problem in the
 // chain as it is, a Redis failure to 503, anything else to 500.
 func problemOf(err error) *problem {

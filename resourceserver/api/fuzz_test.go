@@ -44,8 +44,8 @@ func FuzzBearerHeader(f *testing.F) {
 	rate := newClock()
 	cfg := fx.config()
 	cfg.Now = func() time.Time { return issued }
-	cfg.RateLimitNow = rate.Now
-	h := newServer(slog.New(slog.DiscardHandler), cfg, fx.deps()).handler
+	cfg.RateNow = rate.Now
+	h := fx.newServer(slog.New(slog.DiscardHandler), cfg, fx.deps()).handler
 
 	for _, s := range []struct{ auth, second, query string }{
 		{"Bearer " + phToken, "", ""},

@@ -5,8 +5,6 @@ import (
 	"net/http"
 
 	"github.com/gin-gonic/gin"
-
-	"github.com/partnerapi/authplatform/pkg/redisconn"
 )
 
 // healthz answers while the process runs, checking no dependency.
@@ -20,7 +18,7 @@ func (s *server) healthz(c *gin.Context) {
 // token service's keys are loaded.
 func (s *server) readyz(c *gin.Context) {
 	c.Header("Cache-Control", "no-store")
-	if err := redisconn.Ready(c.Request.Context(), s.deps.Redis, s.cfg.ReadyTimeout); err != nil {
+	if err := s.deps.Ready(c.Request.Context()); err != nil {
 		s.fail(c, fmt.Errorf("%w: %w", errRedisNotReady, err))
 		return
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/logging"
 	"github.com/partnerapi/authplatform/pkg/logtest"
+	"github.com/partnerapi/authplatform/pkg/redisconn"
 	"github.com/partnerapi/authplatform/pkg/redistest"
 	"github.com/partnerapi/authplatform/pkg/testclock"
 	"github.com/partnerapi/authplatform/resourceserver/apidocs"
@@ -86,17 +87,30 @@ func newFixtureWith(t testing.TB, rdb redis.UniversalClient, prefix string) *fix
 // config is the server configuration of the fixture: its clock for both
 // token expiry and the rate limiter.
 func (f *fixture) config() Config {
-	return Config{Issuer: testIssuer, Audience: testAudience, Now: f.clock.Now, RateLimitNow: f.clock.Now}
+	return Config{Issuer: testIssuer, Audience: testAudience, Now: f.clock.Now, RateNow: f.clock.Now}
 }
 
 func (f *fixture) deps() Deps {
-	return Deps{Clients: f.store, Keys: accesstoken.StaticKeys{Set: f.keys.Public()}, Docs: f.docs, Redis: f.rdb}
+	return Deps{
+		Registry: f.store, Keys: accesstoken.StaticKeys{Set: f.keys.Public()}, Docs: f.docs,
+		Ready: func(ctx context.Context) error { return redisconn.Ready(ctx, f.rdb, time.Second) },
+	}
 }
 
 // server is a resource server instance (a replica) on the fixture's Redis;
 // its JSON logs go to f.logs.
 func (f *fixture) server() *server {
-	return newServer(f.logger("debug"), f.config(), f.deps())
+	return f.newServer(f.logger("debug"), f.config(), f.deps())
+}
+
+// newServer is newServer, failing the test on an error.
+func (f *fixture) newServer(logger *slog.Logger, cfg Config, deps Deps) *server {
+	f.t.Helper()
+	s, err := newServer(logger, cfg, deps)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return s
 }
 
 // logger logs JSON at level to f.logs, through the production handler

@@ -22,7 +22,7 @@ func TestMetrics(t *testing.T) {
 	m := metrics.NewResourceServer(metrics.New("resourceserver"))
 	deps := f.deps()
 	deps.Metrics = m
-	s := newServer(nil, f.config(), deps)
+	s := f.newServer(nil, f.config(), deps)
 	// A scoped endpoint, as the next release's will be.
 	get(s.authenticated, "/scoped/", s.RequireScope(clients.ScopeProgrammeMetricsRead), func(c *gin.Context) { c.Status(http.StatusNoContent) })
 	h := m.Middleware(s.handler)

@@ -63,7 +63,7 @@ func (s *server) authenticate(c *gin.Context) {
 		}
 		return
 	}
-	adm, err := s.deps.Clients.AdmitAPI(c.Request.Context(), clients.TokenRefOf(claims), s.cfg.RateLimitNow)
+	adm, err := s.deps.Registry.AdmitAPI(c.Request.Context(), clients.TokenRefOf(claims), s.cfg.RateNow)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -99,47 +99,4 @@ func setRateLimitHeaders(c *gin.Context, limit int64, d ratelimit.Decision) {
 	h.Set("RateLimit-Limit", strconv.FormatInt(limit, 10))
 	h.Set("RateLimit-Remaining", strconv.FormatInt(d.Remaining(limit), 10))
 	h.Set("RateLimit-Reset", strconv.FormatInt(d.RetryAfterSeconds(), 10))
-}
-
-// RequireScope admits only callers whose token carries every one of
-// scopes; others get 403 with an insufficient_scope challenge (RFC 6750
-// section 3.1; spec: Scopes, rule 3). It must follow authentication.
-func (s *server) RequireScope(scopes ...string) gin.HandlerFunc {
-	return func(c *gin.Context) {
-		cl, ok := callerOf(c)
-		if !ok {
-			s.fail(c, fmt.Errorf("RequireScope on %s without authentication", c.FullPath()))
-			return
-		}
-		for _, sc := range scopes {
-			if !cl.claims.HasScope(sc) {
-				s.fail(c, insufficientScope(sc))
-				return
-			}
-		}
-		c.Next()
-	}
-}
-
-// OrgGuard admits only requests whose path parameter param names the
-// caller's own organisation (its slug). Any other organisation is answered
-// exactly like a path or record that does not exist, 404 {"detail":"not
-// found"}, so that existence elsewhere is never confirmed (spec: Scopes,
-// rule 4). Handlers that load a record by id check its organisation with
-// ownsOrg and answer errNotFound the same way.
-func (s *server) OrgGuard(param string) gin.HandlerFunc {
-	return func(c *gin.Context) {
-		if !ownsOrg(c, c.Param(param)) {
-			s.fail(c, errNotFound)
-			return
-		}
-		c.Next()
-	}
-}
-
-// ownsOrg reports whether the request's caller belongs to the organisation
-// slug; false without an authenticated caller.
-func ownsOrg(c *gin.Context, slug string) bool {
-	cl, ok := callerOf(c)
-	return ok && slug != "" && cl.admission.Description.OrgSlug == slug
 }

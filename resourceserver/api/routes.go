@@ -26,10 +26,6 @@ func (s *server) routes() {
 	// The API: bearer token, client state and rate limit on every request.
 	s.authenticated = e.Group("/api/v1", s.authenticate)
 	get(s.authenticated, "/me/", s.me)
-	// The next release's endpoints compose the guards, for example:
-	//
-	//	get(s.authenticated, "/organizations/:org/programmes/",
-	//		s.OrgGuard("org"), s.RequireScope(clients.ScopeProgrammeMetricsRead), s.programmes)
 }
 
 // get routes GET and HEAD to h: a general-purpose server answers HEAD

@@ -2,12 +2,12 @@ package api
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
 	"github.com/partnerapi/authplatform/pkg/clientip"
@@ -24,21 +24,28 @@ type Config struct {
 	Issuer string
 	// Audience is the "aud" every token must carry.
 	Audience string
-	// TrustedProxies are the reverse proxies in front of the server: only
-	// from them are X-Request-Id and X-Forwarded-For believed. The zero
-	// value trusts none.
-	TrustedProxies clientip.Trust
+	// Trust names the reverse proxies in front of the server: only from
+	// them are X-Request-Id and X-Forwarded-For believed. The zero value
+	// trusts none.
+	Trust clientip.Trust
 	// Now is the clock that decides token expiry (nil: time.Now).
 	Now func() time.Time
-	// RateLimitNow is the clock of the per-client rate limit (nil: the
-	// Redis server's clock, one clock for every replica). Tests move it
-	// instead of sleeping.
-	RateLimitNow func() time.Time
+	// RateNow is the clock of the per-client rate limit (nil: the Redis
+	// server's clock, one clock for every replica). Tests move it instead
+	// of sleeping.
+	RateNow func() time.Time
 	// TokenCacheSize bounds the cache of verified token signatures
 	// (0: accesstoken.DefaultCacheSize).
 	TokenCacheSize int
-	// ReadyTimeout bounds the Redis ping of /readyz (0: one second).
-	ReadyTimeout time.Duration
+}
+
+// Validate reports every problem at once.
+func (c Config) Validate() error {
+	errs := []error{accesstoken.CheckNames(c.Issuer, c.Audience)}
+	if c.TokenCacheSize < 0 {
+		errs = append(errs, errors.New("token cache size must not be negative"))
+	}
+	return errors.Join(errs...)
 }
 
 // Admitter decides one API request of a token's client in one Redis round
@@ -47,10 +54,10 @@ type Admitter interface {
 	AdmitAPI(ctx context.Context, t clients.TokenRef, now func() time.Time) (clients.APIAdmission, error)
 }
 
-// Deps are the server's collaborators. Every field is required.
+// Deps are what the server talks to. Every field but Metrics is required.
 type Deps struct {
-	// Clients is the client registry, normally a *clients.Store.
-	Clients Admitter
+	// Registry is the client registry, normally a *clients.Store.
+	Registry Admitter
 	// Keys supplies the token service's public keys: the JWKS cache of
 	// package jwks in production, accesstoken.StaticKeys in a one-process
 	// stack or in tests. While it returns an error, authenticated requests
@@ -58,9 +65,10 @@ type Deps struct {
 	Keys accesstoken.KeySource
 	// Docs is the documentation served publicly.
 	Docs *apidocs.Docs
-	// Redis is checked by /readyz: the node, the Sentinel-managed primary
-	// or every primary of a Cluster must answer (redisconn.Ready).
-	Redis redis.UniversalClient
+	// Ready reports whether Redis answers (for /readyz): in production
+	// redisconn.Ready, so the node, the Sentinel-managed primary or every
+	// primary of a Cluster must answer.
+	Ready func(ctx context.Context) error
 	// Metrics counts refusals and token cache lookups (optional).
 	Metrics Metrics
 }
@@ -82,17 +90,24 @@ type server struct {
 	authenticated *gin.RouterGroup
 }
 
-// NewServer returns the resource server's HTTP handler (a *gin.Engine):
-// GET /api/v1/me/, the documentation endpoints and the probes. It panics if
-// a dependency is missing: that is a wiring mistake, caught at start-up,
-// never a request's fault.
-func NewServer(logger *slog.Logger, cfg Config, deps Deps) http.Handler {
-	return newServer(logger, cfg, deps).handler
+// NewServer returns the resource server's HTTP handler (a *gin.Engine
+// behind the base layer): GET /api/v1/me/, the documentation endpoints and
+// the probes. A nil logger discards. It returns an error for an invalid
+// configuration (every problem at once) or a missing dependency.
+func NewServer(logger *slog.Logger, cfg Config, deps Deps) (http.Handler, error) {
+	s, err := newServer(logger, cfg, deps)
+	if err != nil {
+		return nil, err
+	}
+	return s.handler, nil
 }
 
-func newServer(logger *slog.Logger, cfg Config, deps Deps) *server {
-	if deps.Clients == nil || deps.Keys == nil || deps.Docs == nil || deps.Redis == nil {
-		panic("api.NewServer: Deps.Clients, Deps.Keys, Deps.Docs and Deps.Redis are required")
+func newServer(logger *slog.Logger, cfg Config, deps Deps) (*server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if deps.Registry == nil || deps.Keys == nil || deps.Docs == nil || deps.Ready == nil {
+		return nil, errors.New("api: registry, keys, docs and readiness check are required")
 	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -103,9 +118,6 @@ func newServer(logger *slog.Logger, cfg Config, deps Deps) *server {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.ReadyTimeout <= 0 {
-		cfg.ReadyTimeout = time.Second
-	}
 	gin.SetMode(gin.ReleaseMode)
 	e := gin.New()
 	// Every failure answers {"detail"}: no redirects with HTML bodies, 405
@@ -113,7 +125,7 @@ func newServer(logger *slog.Logger, cfg Config, deps Deps) *server {
 	e.RedirectTrailingSlash = false
 	e.RedirectFixedPath = false
 	e.HandleMethodNotAllowed = true
-	// Client addresses come from Config.TrustedProxies (package clientip,
+	// Client addresses come from Config.Trust (package clientip,
 	// as on the token service), never from Gin, which trusts every proxy
 	// unless told otherwise.
 	e.ForwardedByClientIP = false
@@ -130,6 +142,6 @@ func newServer(logger *slog.Logger, cfg Config, deps Deps) *server {
 	}
 	s.routes()
 	// No route reads a body: the base layer's default limit is the backstop.
-	s.handler = httpserver.Base{Logger: logger, Trust: cfg.TrustedProxies}.Wrap(e)
-	return s
+	s.handler = httpserver.Base{Logger: logger, Trust: cfg.Trust}.Wrap(e)
+	return s, nil
 }

@@ -199,8 +199,8 @@ func TestRequestID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.TrustedProxies = trust
-	behindProxy := newServer(nil, cfg, f.deps())
+	cfg.Trust = trust
+	behindProxy := f.newServer(nil, cfg, f.deps())
 	generated := regexp.MustCompile(`^[0-9a-f]{32}$`)
 
 	tests := []struct {
@@ -273,7 +273,7 @@ func TestProbes(t *testing.T) {
 	keys := &keySource{set: f.keys.Public()}
 	deps := f.deps()
 	deps.Keys = keys
-	s := newServer(nil, f.config(), deps)
+	s := f.newServer(nil, f.config(), deps)
 
 	for _, path := range []string{"/healthz", "/readyz"} {
 		req := httptest.NewRequest(http.MethodGet, path, nil)
@@ -361,8 +361,8 @@ func TestAccessLogClientIP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.TrustedProxies = trust
-	s := newServer(f.logger("info"), cfg, f.deps())
+	cfg.Trust = trust
+	s := f.newServer(f.logger("info"), cfg, f.deps())
 	for _, remote := range []string{"192.0.2.1:4000", "198.51.100.7:4000"} {
 		req := httptest.NewRequest(http.MethodGet, "/healthz", nil)
 		req.RemoteAddr = remote
@@ -377,5 +377,22 @@ func TestAccessLogClientIP(t *testing.T) {
 	}
 	if len(ips) != 2 || ips[0] != "203.0.113.9" || ips[1] != "198.51.100.7" {
 		t.Errorf("client_ip %v, want [203.0.113.9 198.51.100.7]", ips)
+	}
+}
+
+// NewServer answers a wiring mistake with an error, not a panic, and names
+// every problem of the configuration at once.
+func TestNewServerErrors(t *testing.T) {
+	f := newFixture(t)
+	_, err := NewServer(nil, Config{TokenCacheSize: -1}, f.deps())
+	for _, want := range []string{"issuer is required", "audience is required", "token cache size must not be negative"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("invalid configuration: %v, want it to say %q", err, want)
+		}
+	}
+	deps := f.deps()
+	deps.Ready = nil
+	if _, err := NewServer(nil, f.config(), deps); err == nil {
+		t.Error("no readiness check: nil error")
 	}
 }

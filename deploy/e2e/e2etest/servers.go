@@ -79,7 +79,7 @@ func NewServers(t testing.TB, cfg Config) *Servers {
 	var err error
 	s.Auth, err = tokenserver.NewServer(cfg.AuthLogger, tokenserver.Config{
 		Issuer: cfg.Issuer, Audience: cfg.Audience, Trust: cfg.Trust, FailuresPerMinute: cfg.FailuresPerMinute,
-		Now: cfg.Now, RateNow: cfg.RateNow, KeyPrefix: cfg.KeyPrefix,
+		Now: cfg.Now, RateNow: cfg.RateNow,
 	}, tokenserver.Deps{
 		Registry: s.Store, Keys: s.Keys,
 		Ready: func(ctx context.Context) error { return redisconn.Ping(ctx, authRedis, time.Second) },
@@ -91,14 +91,17 @@ func NewServers(t testing.TB, cfg Config) *Servers {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.API = api.NewServer(cfg.APILogger, api.Config{
-		Issuer: cfg.Issuer, Audience: cfg.Audience, TrustedProxies: cfg.Trust, Now: cfg.Now, RateLimitNow: cfg.RateNow,
+	s.API, err = api.NewServer(cfg.APILogger, api.Config{
+		Issuer: cfg.Issuer, Audience: cfg.Audience, Trust: cfg.Trust, Now: cfg.Now, RateNow: cfg.RateNow,
 	}, api.Deps{
-		Clients: clients.NewStore(cfg.APIRedis, cfg.KeyPrefix, nil),
-		Keys:    accesstoken.StaticKeys{Set: s.Keys.Public()},
-		Docs:    docs,
-		Redis:   cfg.APIRedis,
+		Registry: clients.NewStore(cfg.APIRedis, cfg.KeyPrefix, nil),
+		Keys:     accesstoken.StaticKeys{Set: s.Keys.Public()},
+		Docs:     docs,
+		Ready:    func(ctx context.Context) error { return redisconn.Ready(ctx, cfg.APIRedis, time.Second) },
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	return s
 }
 

@@ -20,7 +20,7 @@ import (
 
 	"github.com/partnerapi/authplatform/authserver/tokenserver"
 	"github.com/partnerapi/authplatform/pkg/clients"
-	"github.com/partnerapi/authplatform/pkg/ratelimit"
+	"github.com/partnerapi/authplatform/pkg/ratelimit/ratelimittest"
 )
 
 const blockedBody = `{"error":"slow_down","error_description":"Too many failed client authentications from this address; retry after the number of seconds in Retry-After"}`
@@ -84,7 +84,7 @@ func TestFailedAuthFlood(t *testing.T) {
 		t.Errorf("another address: %d %s, want 200", r.Status, r.Body)
 	}
 	// The failure count of the address and client stops at the limit.
-	if n := ratelimit.Total(s.rdb.Get(context.Background(), s.prefix+"{"+id+"}:rw:fail:"+attacker).Val()); n != limit {
+	if n := ratelimittest.Total(s.rdb.Get(context.Background(), s.prefix+"{"+id+"}:rw:fail:"+attacker).Val()); n != limit {
 		t.Errorf("the failure count of one address is %d, want the limit %d", n, limit)
 	}
 	// A minute and a second later the window has freed.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/partnerapi/authplatform/pkg/ratelimit"
+	"github.com/partnerapi/authplatform/pkg/ratelimit/ratelimittest"
 	"github.com/partnerapi/authplatform/pkg/redistest"
 )
 
@@ -235,7 +235,7 @@ func checkAdmissions(t *testing.T, srv *redistest.Server, id string, rs []result
 		if err != nil {
 			t.Fatalf("read %s: %v", k.key, err)
 		}
-		logged := ratelimit.Total(raw)
+		logged := ratelimittest.Total(raw)
 		served := int64(count(rs, func(r result) bool { return r.kind == k.kind && r.status == http.StatusOK }))
 		if served > logged {
 			t.Errorf("%s: %d answered 200 but Redis admitted only %d", k.kind, served, logged)
