@@ -203,6 +203,6 @@ func newAdmin(logger *slog.Logger, cfg serveConfig, env cli.Env, rdb redis.Unive
 	store.ConfirmWrites(confirm)
 	withdrawals := keywithdrawal.NewStore(rdb, prefix)
 	withdrawals.ConfirmWrites(confirm)
-	return adminapi.NewServer(logger.With("listener", "admin"), adminapi.Config{Trust: trust, KeyPrefix: prefix},
+	return adminapi.NewServer(logger.With("listener", "admin"), adminapi.Config{Trust: trust, KeyPrefix: prefix, JWKSAllowHTTP: cfg.JWKS.AllowHTTP},
 		adminapi.Deps{Ops: &operations.Service{Registry: store, Withdrawals: withdrawals}, Tokens: h, Admit: store, Keys: h, Redis: rdb})
 }

@@ -158,6 +158,33 @@ type createClientRequest struct {
 	Audience           string   `json:"audience"`
 	Scopes             []string `json:"scopes"`
 	RateLimitPerMinute *int64   `json:"rate_limit_per_minute"`
+	// AuthMethod is clients.AuthClientSecret (the default) or
+	// clients.AuthPrivateKeyJWT, with keys in JWKS or JWKSURI.
+	AuthMethod string `json:"auth_method"`
+	keysRequest
+}
+
+// keysRequest is a private_key_jwt client's public keys: a JWK set (RFC
+// 7517 section 5) or the URL that serves one (RFC 7591 section 2).
+type keysRequest struct {
+	JWKS    json.RawMessage `json:"jwks"`
+	JWKSURI string          `json:"jwks_uri"`
+}
+
+func (k keysRequest) given() bool { return len(k.JWKS) > 0 || k.JWKSURI != "" }
+
+// source checks the shape (jwks must be a JSON object); the keys
+// themselves are checked by clients.ClientKeySource.Validate, which lists
+// every problem.
+func (k keysRequest) source(allowHTTP bool) (clients.ClientKeySource, error) {
+	src := clients.ClientKeySource{URL: k.JWKSURI, AllowHTTP: allowHTTP}
+	if len(k.JWKS) > 0 {
+		if k.JWKS[0] != '{' {
+			return src, invalid("member \"jwks\" must be a JWK set object ({\"keys\": [...]})")
+		}
+		src.JWKS = k.JWKS
+	}
+	return src, nil
 }
 
 // clientWithSecret is a created or rotated client, with its URL.
@@ -177,9 +204,35 @@ func (s *Server) handleCreateClient(ctx context.Context, r *http.Request, body [
 		}
 		spec.RateLimitPerMinute = *req.RateLimitPerMinute
 	}
+	switch req.AuthMethod {
+	case "", clients.AuthClientSecret:
+		if req.given() {
+			return 0, nil, invalid("jwks and jwks_uri are for auth_method \"" + clients.AuthPrivateKeyJWT + "\"")
+		}
+	case clients.AuthPrivateKeyJWT:
+		src, err := req.source(s.cfg.JWKSAllowHTTP)
+		if err != nil {
+			return 0, nil, err
+		}
+		spec.Keys = &src
+	default:
+		return 0, nil, invalid(fmt.Sprintf("auth_method %q: must be %q or %q", req.AuthMethod, clients.AuthClientSecret, clients.AuthPrivateKeyJWT))
+	}
 	c, err := s.deps.Ops.CreateClient(ctx, spec)
+	if spec.Keys != nil {
+		// No secret: the client signs its assertions (RFC 7523 section 2.2).
+		if err != nil && (!errors.Is(err, clients.ErrNotReplicated) || c.ID == "") {
+			return 0, nil, err
+		}
+		return http.StatusCreated, createdClient{c.Client}, err
+	}
 	return withSecretResult(http.StatusCreated, c, err)
 }
+
+// createdClient is a created private_key_jwt client, with its URL.
+type createdClient struct{ clients.Client }
+
+func (c createdClient) Location() string { return Prefix + "/clients/" + c.ID }
 
 // withSecretResult answers a created or rotated client: with its secret
 // even when the replicas did not confirm the change.
@@ -220,6 +273,58 @@ func changed(c clients.Client, err error) (int, any, error) {
 		return 0, nil, err
 	}
 	return http.StatusOK, c, err
+}
+
+// addedSecret is a client with its new second secret and the secret's
+// id; its URL is the secret's.
+type addedSecret struct{ operations.WithSecret }
+
+func (a addedSecret) Location() string {
+	return Prefix + "/clients/" + a.ID + "/secrets/" + strconv.FormatInt(a.SecretID, 10)
+}
+
+// handleAddSecret gives a client its second secret, for a rotation without
+// downtime: deploy it, then retire the old one (handleRetireSecret).
+func (s *Server) handleAddSecret(ctx context.Context, r *http.Request, body []byte) (int, any, error) {
+	if err := noBody(body); err != nil {
+		return 0, nil, err
+	}
+	c, err := s.deps.Ops.AddSecret(ctx, r.PathValue("client_id"))
+	if c.ClientSecret == "" {
+		if err == nil {
+			err = errors.New("adminapi: no secret")
+		}
+		return 0, nil, err
+	}
+	return http.StatusCreated, addedSecret{c}, err
+}
+
+// handleRetireSecret takes one of a client's two secrets away; that
+// secret's tokens die at once.
+func (s *Server) handleRetireSecret(ctx context.Context, r *http.Request, body []byte) (int, any, error) {
+	if err := noBody(body); err != nil {
+		return 0, nil, err
+	}
+	id, raw := r.PathValue("client_id"), r.PathValue("secret_id")
+	sid, perr := strconv.ParseInt(raw, 10, 64)
+	if perr != nil || sid < 1 {
+		return 0, nil, fmt.Errorf("client %s has no secret %q: %w", id, raw, clients.ErrNotFound)
+	}
+	return changed(s.deps.Ops.RetireSecret(ctx, id, sid))
+}
+
+// handleRotateKeys replaces a private_key_jwt client's public keys; every
+// token issued before dies at once.
+func (s *Server) handleRotateKeys(ctx context.Context, r *http.Request, body []byte) (int, any, error) {
+	var req keysRequest
+	if err := decode(body, &req); err != nil {
+		return 0, nil, err
+	}
+	src, err := req.source(s.cfg.JWKSAllowHTTP)
+	if err != nil {
+		return 0, nil, err
+	}
+	return changed(s.deps.Ops.RotateKeys(ctx, r.PathValue("client_id"), src))
 }
 
 func (s *Server) handleRevoke(ctx context.Context, r *http.Request, body []byte) (int, any, error) {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -26,6 +27,10 @@ import (
 	"github.com/partnerapi/authplatform/pkg/redistest"
 )
 
+// testIssuer is the token service's issuer identifier: the audience of
+// client assertions (RFC 7523 section 3, rule 3).
+const testIssuer = "https://issuer.test"
+
 // stack is the token service and the admin API of one test, on loopback
 // httptest servers, over the real Redis.
 type stack struct {
@@ -40,6 +45,8 @@ type stack struct {
 
 type options struct {
 	confirm redisconn.Confirmation
+	// jwksAllowHTTP is the admin API's Config.JWKSAllowHTTP.
+	jwksAllowHTTP bool
 }
 
 func newStack(t *testing.T, opt options) *stack {
@@ -55,7 +62,7 @@ func newStack(t *testing.T, opt options) *stack {
 		t.Fatal(err)
 	}
 	store := clients.NewStore(rdb, prefix, nil)
-	tok, err := tokenserver.NewServer(slog.New(slog.DiscardHandler), tokenserver.Config{Issuer: "https://issuer.test", Audience: "partner-api"},
+	tok, err := tokenserver.NewServer(slog.New(slog.DiscardHandler), tokenserver.Config{Issuer: testIssuer, Audience: "partner-api"},
 		tokenserver.Deps{Registry: store, Keys: keys, Ready: func(context.Context) error { return nil }})
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +71,7 @@ func newStack(t *testing.T, opt options) *stack {
 	adminStore.ConfirmWrites(opt.confirm)
 	withdrawals := keywithdrawal.NewStore(rdb, prefix)
 	withdrawals.ConfirmWrites(opt.confirm)
-	adm, err := adminapi.NewServer(slog.New(slog.DiscardHandler), adminapi.Config{KeyPrefix: prefix},
+	adm, err := adminapi.NewServer(slog.New(slog.DiscardHandler), adminapi.Config{KeyPrefix: prefix, JWKSAllowHTTP: opt.jwksAllowHTTP},
 		adminapi.Deps{Ops: &operations.Service{Registry: adminStore, Withdrawals: withdrawals}, Tokens: tok, Admit: store, Keys: tok, Redis: rdb})
 	if err != nil {
 		t.Fatal(err)
@@ -154,15 +161,60 @@ func (s *stack) call(hc *http.Client, method, path string, body any, header ...s
 // token asks the token endpoint for a partner's token with Basic.
 func (s *stack) tokenStatus(id, secret string) int {
 	s.t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, s.tokens.URL+"/api/v1/oauth/token/", strings.NewReader("grant_type=client_credentials"))
+	status, _ := s.token(id, secret)
+	return status
+}
+
+// token asks the token endpoint for a partner's token with Basic and
+// returns the status and the access token (empty unless 200).
+func (s *stack) token(id, secret string) (int, string) {
+	s.t.Helper()
+	return s.tokenForm(url.Values{"grant_type": {"client_credentials"}}, id, secret)
+}
+
+// tokenForm posts form to the token endpoint, with Basic when id is set.
+func (s *stack) tokenForm(form url.Values, id, secret string) (int, string) {
+	s.t.Helper()
+	status, body := s.postForm(tokenserver.PathToken, form, id, secret)
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	if status == http.StatusOK {
+		if err := json.Unmarshal(body, &tok); err != nil || tok.AccessToken == "" {
+			s.t.Fatalf("token answer %s: %v", body, err)
+		}
+	}
+	return status, tok.AccessToken
+}
+
+// active introspects token as client id (RFC 7662: a client learns only
+// about its own tokens).
+func (s *stack) active(id, secret, token string) bool {
+	s.t.Helper()
+	status, body := s.postForm(tokenserver.PathIntrospect, url.Values{"token": {token}}, id, secret)
+	var v struct {
+		Active bool `json:"active"`
+	}
+	if status != http.StatusOK || json.Unmarshal(body, &v) != nil {
+		s.t.Fatalf("introspection: %d %s", status, body)
+	}
+	return v.Active
+}
+
+func (s *stack) postForm(path string, form url.Values, id, secret string) (int, []byte) {
+	s.t.Helper()
+	req, _ := http.NewRequestWithContext(s.t.Context(), http.MethodPost, s.tokens.URL+path, strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.SetBasicAuth(id, secret)
+	if id != "" {
+		req.SetBasicAuth(id, secret)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	resp.Body.Close()
-	return resp.StatusCode
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, body
 }
 
 func clientsOrg(slug string) clients.OrgSpec {

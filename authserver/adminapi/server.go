@@ -34,6 +34,10 @@ type Config struct {
 	RateNow func() time.Time
 	// Now is the clock of audit entries (nil: time.Now).
 	Now func() time.Time
+	// JWKSAllowHTTP accepts an http jwks_uri for a private_key_jwt client,
+	// not only https: the token service's own policy (JWKS_URL_ALLOW_HTTP),
+	// so that the API registers no URL the token service would not fetch.
+	JWKSAllowHTTP bool
 }
 
 // tokenVerifier checks a token's signature and claims (the token

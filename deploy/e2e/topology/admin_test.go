@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -126,7 +127,25 @@ func adminJourney(t *testing.T, top *topology) {
 	top.wantMeStatus(t, top.edge, tok, http.StatusUnauthorized)
 	top.wantInvalidClient(t, c)
 	fresh := credentials{ID: c.ID, Secret: rot.object(t)["client_secret"].(string)}
-	top.wantMe(t, top.edge, top.token(t, fresh, basicAuth), c.ID)
+	freshTok := top.token(t, fresh, basicAuth)
+	top.wantMe(t, top.edge, freshTok, c.ID)
+
+	// A rotation without downtime: add a second secret, retire the first;
+	// the retired secret's token dies at once, the new one's lives.
+	add := admin.call("POST", "/admin/v1/clients/"+c.ID+"/secrets", nil, "Idempotency-Key", "8e1d2c3b-4a5f-4e6d-9c7b-0a1f2e3d4c5b")
+	if add.status != 201 {
+		t.Fatalf("add secret: %d %s", add.status, add.body)
+	}
+	second := credentials{ID: c.ID, Secret: add.object(t)["client_secret"].(string)}
+	secondTok := top.token(t, second, basicAuth)
+	top.wantMe(t, top.edge, secondTok, c.ID)
+	oldID := rot.object(t)["secrets"].([]any)[0].(map[string]any)["secret_id"]
+	if a := admin.call("DELETE", fmt.Sprintf("/admin/v1/clients/%s/secrets/%v", c.ID, oldID), nil); a.status != 200 {
+		t.Fatalf("retire secret %v: %d %s", oldID, a.status, a.body)
+	}
+	top.wantMeStatus(t, top.edge, freshTok, http.StatusUnauthorized)
+	top.wantInvalidClient(t, fresh)
+	top.wantMe(t, top.edge, secondTok, c.ID)
 
 	// The partner API refuses an operator's token.
 	opTok := top.token(t, op, basicAuth)
