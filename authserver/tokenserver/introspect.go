@@ -30,7 +30,7 @@ func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	req, err := parseClientRequest(r)
 	if err != nil {
-		s.refuse(ctx, w, r, credentials{}, err)
+		s.refuse(ctx, w, r, credentials{}, err, counted)
 		return
 	}
 	// The token is verified first (no I/O), so that the round trip that
@@ -43,13 +43,13 @@ func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 	}
 	// The caller authenticates on the token endpoint's path, so unknown,
 	// wrong-secret and revoked callers look alike.
-	auth, err := s.authenticate(ctx, r, req, false, check)
+	auth, failed, err := s.authenticate(ctx, r, req, false, check)
 	if err != nil {
-		s.refuse(ctx, w, r, req.Client, err)
+		s.refuse(ctx, w, r, req.Client, err, failed)
 		return
 	}
 	if !req.Params.Has("token") {
-		s.refuse(ctx, w, r, req.Client, invalidRequest("token is required"))
+		s.refuse(ctx, w, r, req.Client, invalidRequest("token is required"), counted)
 		return
 	}
 	// The caller's own credential, checked above, is active; its token is

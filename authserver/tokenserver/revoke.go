@@ -31,15 +31,15 @@ func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	req, err := parseClientRequest(r)
 	if err != nil {
-		s.refuse(ctx, w, r, credentials{}, err)
+		s.refuse(ctx, w, r, credentials{}, err, counted)
 		return
 	}
-	if _, err := s.authenticate(ctx, r, req, false, nil); err != nil {
-		s.refuse(ctx, w, r, req.Client, err)
+	if _, failed, err := s.authenticate(ctx, r, req, false, nil); err != nil {
+		s.refuse(ctx, w, r, req.Client, err, failed)
 		return
 	}
 	if !req.Params.Has("token") {
-		s.refuse(ctx, w, r, req.Client, invalidRequest("token is required"))
+		s.refuse(ctx, w, r, req.Client, invalidRequest("token is required"), counted)
 		return
 	}
 	claims, err := s.keys.Load().verifier.Verify(req.Params.Get("token"))
@@ -48,15 +48,15 @@ func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
 		writeEmpty(w, http.StatusOK)
 		return
 	case err != nil: // the key set could not be read
-		s.refuse(ctx, w, r, req.Client, fmt.Errorf("%w: %w", clients.ErrUnavailable, err))
+		s.refuse(ctx, w, r, req.Client, fmt.Errorf("%w: %w", clients.ErrUnavailable, err), notCounted)
 		return
 	case claims.ClientID != req.Client.ID:
-		s.refuse(ctx, w, r, req.Client, errNotYourToken)
+		s.refuse(ctx, w, r, req.Client, errNotYourToken, notCounted)
 		return
 	}
 	t := clients.TokenRefOf(claims)
 	if err := s.reg.RevokeToken(ctx, t, time.Unix(claims.ExpiresAt, 0)); err != nil {
-		s.refuse(ctx, w, r, req.Client, err)
+		s.refuse(ctx, w, r, req.Client, err, notCounted)
 		return
 	}
 	s.metrics.TokenRevoked()

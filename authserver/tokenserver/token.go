@@ -24,27 +24,27 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	req, err := parseClientRequest(r)
 	if err != nil {
-		s.refuse(ctx, w, r, credentials{}, err)
+		s.refuse(ctx, w, r, credentials{}, err, counted)
 		return
 	}
 	// RFC 6749 section 3.2: a parameter sent without a value is treated as
 	// omitted, so "grant_type=" is a missing grant type.
 	switch gt := req.Params.Get("grant_type"); {
 	case gt == "":
-		s.refuse(ctx, w, r, req.Client, invalidRequest("grant_type is required"))
+		s.refuse(ctx, w, r, req.Client, invalidRequest("grant_type is required"), counted)
 		return
 	case gt != string(oauth2.ClientCredentials):
-		s.refuse(ctx, w, r, req.Client, errUnsupportedGrant)
+		s.refuse(ctx, w, r, req.Client, errUnsupportedGrant, notCounted)
 		return
 	}
-	auth, err := s.authenticate(ctx, r, req, true, nil)
+	auth, failed, err := s.authenticate(ctx, r, req, true, nil)
 	if err != nil {
-		s.refuse(ctx, w, r, req.Client, err)
+		s.refuse(ctx, w, r, req.Client, err, failed)
 		return
 	}
 	body, err := s.issue(r, req, auth)
 	if err != nil {
-		s.refuse(ctx, w, r, req.Client, err)
+		s.refuse(ctx, w, r, req.Client, err, notCounted)
 		return
 	}
 	writeJSON(w, http.StatusOK, noStore(), body)

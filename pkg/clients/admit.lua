@@ -1,5 +1,5 @@
 -- admit.lua: one API request made with an access token (GET /api/v1/me/,
--- the admin API), in one round trip (access.go, Store.AdmitAPI). Prefixed
+-- the admin API), in one round trip (admit.go, Store.AdmitAPI). Prefixed
 -- at load with package ratelimit's WindowLua.
 --
 -- KEYS (under the client's hash tag): 1 the client record, 2 its API log,
@@ -11,7 +11,7 @@
 -- Reply: {DEAD} when the client is not active at that generation, the
 -- secret was retired or the token revoked (RFC 7009); otherwise {ADMITTED
 -- or LIMITED, count, wait_ms, limit, name, audience, org_name, org_slug,
--- environment}. Codes (named alike in access.go):
+-- environment}. Codes (admit.go names them Dead, Admitted and Limited):
 local DEAD, ADMITTED, LIMITED = 0, 1, 2
 
 local st = redis.call('HMGET', KEYS[1], 'status', 'generation', 'rate_limit', 'name', 'audience', 'org_name',

@@ -1,5 +1,5 @@
 -- authenticate.lua: one client authentication on the token endpoint, on
--- introspection and on revocation, in one round trip (access.go,
+-- introspection and on revocation, in one round trip (authenticate.go,
 -- Store.Authenticate, documents the limits it keeps). Prefixed at load with
 -- package ratelimit's WindowLua (wl_now, window_limit).
 --
@@ -24,7 +24,7 @@
 --
 -- Reply, always 9 integers: {code, generation, granted scope bits, token
 -- count, wait_ms, token limit, repeated, secret id, token alive}. Codes
--- (named alike in access.go, replyCode):
+-- (named alike in authenticate.go, the reply* constants):
 local UNKNOWN, BAD, TOO_MANY, BAD_SCOPE, TOKEN_LIMITED, OK, STALE_KEYS = 0, 1, 2, 3, 4, 5, 6
 
 local function reply(code, gen, granted, count, wait, limit, repeated, sid, alive)
