@@ -1,11 +1,6 @@
 package adminapi_test
 
 import (
-	"crypto"
-	"crypto/ecdsa"
-	"crypto/ed25519"
-	"crypto/elliptic"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -16,9 +11,9 @@ import (
 
 	"github.com/lestrrat-go/jwx/v3/jwa"
 	"github.com/lestrrat-go/jwx/v3/jwk"
-	"github.com/lestrrat-go/jwx/v3/jws"
 
 	"github.com/partnerapi/authplatform/authserver/tokenserver"
+	"github.com/partnerapi/authplatform/pkg/clients/assertiontest"
 	"github.com/partnerapi/authplatform/pkg/redisconn"
 	"github.com/partnerapi/authplatform/pkg/redistest"
 )
@@ -211,35 +206,35 @@ func TestKeyClient(t *testing.T) {
 	s := newStack(t, options{})
 	_, _, hc := s.operator(false)
 	s.call(hc, "POST", "/admin/v1/orgs", map[string]any{"slug": "keyed", "name": "Keyed", "environment": "live"})
-	k1 := newPartnerKey(t, "k1", jwa.ES256())
+	k1 := assertiontest.NewKey(t, "k1", jwa.ES256())
 	a := s.call(hc, "POST", "/admin/v1/clients", map[string]any{"organization_slug": "keyed", "name": "EHR", "audience": "hospital",
-		"scopes": []string{"patients.read"}, "auth_method": "private_key_jwt", "jwks": k1.publicSet(t)})
+		"scopes": []string{"patients.read"}, "auth_method": "private_key_jwt", "jwks": publicSet(t, k1)})
 	v := a.json(t)
 	id, _ := v["client_id"].(string)
 	if a.Status != 201 || a.Header.Get("Location") != "/admin/v1/clients/"+id || v["auth_method"] != "private_key_jwt" ||
 		v["keys_version"] != 1.0 || secretIDs(t, a.Body) != "" || strings.Contains(string(a.Body), `"client_secret":`) {
 		t.Fatalf("create a key client: %d %s", a.Status, a.Body)
 	}
-	st, tok := s.tokenForm(k1.form(t, id), "", "")
+	st, tok := s.tokenForm(assertionForm(t, k1, id), "", "")
 	if st != 200 {
 		t.Fatalf("a token with a signed assertion: %d", st)
 	}
 	// The same assertion again is a replay (jti is single use).
-	form := k1.form(t, id)
+	form := assertionForm(t, k1, id)
 	s.tokenForm(form, "", "")
 	if st, _ := s.tokenForm(form, "", ""); st != 401 {
 		t.Fatalf("a replayed assertion: %d", st)
 	}
 
-	k2 := newPartnerKey(t, "k2", jwa.EdDSA())
-	a = s.call(hc, "PUT", "/admin/v1/clients/"+id+"/keys", map[string]any{"jwks": k2.publicSet(t)})
+	k2 := assertiontest.NewKey(t, "k2", jwa.EdDSA())
+	a = s.call(hc, "PUT", "/admin/v1/clients/"+id+"/keys", map[string]any{"jwks": publicSet(t, k2)})
 	if a.Status != 200 || a.json(t)["keys_version"] != 2.0 || a.json(t)["credential_generation"] != 2.0 {
 		t.Fatalf("rotate keys: %d %s", a.Status, a.Body)
 	}
-	if st, _ := s.tokenForm(k1.form(t, id), "", ""); st != 401 {
+	if st, _ := s.tokenForm(assertionForm(t, k1, id), "", ""); st != 401 {
 		t.Fatalf("the old key after rotate-keys: %d", st)
 	}
-	st, tok2 := s.tokenForm(k2.form(t, id), "", "")
+	st, tok2 := s.tokenForm(assertionForm(t, k2, id), "", "")
 	if st != 200 {
 		t.Fatalf("the new key after rotate-keys: %d", st)
 	}
@@ -260,18 +255,18 @@ func TestKeyClient(t *testing.T) {
 		{"add a secret to a key client", "POST", "/admin/v1/clients/" + id + "/secrets", nil},
 		{"rotate a key client's secret", "POST", "/admin/v1/clients/" + id + "/rotate-secret", nil},
 		{"retire a key client's secret", "DELETE", "/admin/v1/clients/" + id + "/secrets/1", nil},
-		{"rotate a secret client's keys", "PUT", "/admin/v1/clients/" + secretID + "/keys", map[string]any{"jwks": k2.publicSet(t)}},
+		{"rotate a secret client's keys", "PUT", "/admin/v1/clients/" + secretID + "/keys", map[string]any{"jwks": publicSet(t, k2)}},
 	} {
 		a := s.call(hc, tc.method, tc.path, tc.body)
 		if a.Status != 409 || a.json(t)["code"] != "conflict" {
 			t.Errorf("%s: %d %s, want 409 conflict", tc.name, a.Status, a.Body)
 		}
 	}
-	if a := s.call(hc, "PUT", "/admin/v1/clients/svc_aaaaaaaaaaaaaaaaaaaaaaaa/keys", map[string]any{"jwks": k2.publicSet(t)}); a.Status != 404 {
+	if a := s.call(hc, "PUT", "/admin/v1/clients/svc_aaaaaaaaaaaaaaaaaaaaaaaa/keys", map[string]any{"jwks": publicSet(t, k2)}); a.Status != 404 {
 		t.Errorf("rotate an unknown client's keys: %d %s", a.Status, a.Body)
 	}
 	s.call(hc, "POST", "/admin/v1/clients/"+id+"/revoke", nil)
-	if a := s.call(hc, "PUT", "/admin/v1/clients/"+id+"/keys", map[string]any{"jwks": k1.publicSet(t)}); a.Status != 409 || a.json(t)["code"] != "revoked" {
+	if a := s.call(hc, "PUT", "/admin/v1/clients/"+id+"/keys", map[string]any{"jwks": publicSet(t, k1)}); a.Status != 409 || a.json(t)["code"] != "revoked" {
 		t.Errorf("rotate a revoked client's keys: %d %s", a.Status, a.Body)
 	}
 }
@@ -312,15 +307,15 @@ func TestKeyProblems(t *testing.T) {
 	s := newStack(t, options{})
 	_, _, hc := s.operator(false)
 	s.call(hc, "POST", "/admin/v1/orgs", map[string]any{"slug": "badkeys", "name": "Bad keys", "environment": "live"})
-	good := newPartnerKey(t, "good", jwa.ES256())
-	private := newPartnerKey(t, "private", jwa.ES256())
-	privJWK, err := jwk.Import(private.priv)
+	good := assertiontest.NewKey(t, "good", jwa.ES256())
+	private := assertiontest.NewKey(t, "private", jwa.ES256())
+	privJWK, err := jwk.Import(private.Signer)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_ = privJWK.Set(jwk.KeyIDKey, "private")
-	noKid := newPartnerKey(t, "", jwa.EdDSA())
-	bad := map[string]any{"keys": []any{privJWK, noKid.publicJWK(t), good.publicJWK(t), good.publicJWK(t),
+	noKid := assertiontest.NewKey(t, "", jwa.EdDSA())
+	bad := map[string]any{"keys": []any{privJWK, noKid.PublicJWK(t), good.PublicJWK(t), good.PublicJWK(t),
 		map[string]any{"kty": "oct", "kid": "hmac", "k": "c2VjcmV0"}}}
 	create := func(extra map[string]any) map[string]any {
 		b := map[string]any{"organization_slug": "badkeys", "name": "EHR", "audience": "pharma"}
@@ -330,7 +325,7 @@ func TestKeyProblems(t *testing.T) {
 		return b
 	}
 	id, _ := s.newClient(hc, "badkeys")
-	keyed := s.call(hc, "POST", "/admin/v1/clients", create(map[string]any{"auth_method": "private_key_jwt", "jwks": good.publicSet(t)})).json(t)["client_id"].(string)
+	keyed := s.call(hc, "POST", "/admin/v1/clients", create(map[string]any{"auth_method": "private_key_jwt", "jwks": publicSet(t, good)})).json(t)["client_id"].(string)
 
 	// Every problem of the set, and of the rest of the request, at once.
 	wantAll := []string{`key "private": only public keys`, `key 2: a "kid" is required`, `key 4: "kid" "good" is repeated`, `key "hmac": only public keys`}
@@ -361,11 +356,11 @@ func TestKeyProblems(t *testing.T) {
 		status             int
 		code, detail       string
 	}{
-		{"both jwks and jwks_uri", "POST", "/admin/v1/clients", create(map[string]any{"auth_method": "private_key_jwt", "jwks": good.publicSet(t), "jwks_uri": "https://p.example/k"}), 400, "invalid_input", "give a JWK set or a jwks_uri, not both"},
+		{"both jwks and jwks_uri", "POST", "/admin/v1/clients", create(map[string]any{"auth_method": "private_key_jwt", "jwks": publicSet(t, good), "jwks_uri": "https://p.example/k"}), 400, "invalid_input", "give a JWK set or a jwks_uri, not both"},
 		{"neither", "POST", "/admin/v1/clients", create(map[string]any{"auth_method": "private_key_jwt"}), 400, "invalid_input", "needs a JWK set or a jwks_uri"},
 		{"empty set", "POST", "/admin/v1/clients", create(map[string]any{"auth_method": "private_key_jwt", "jwks": map[string]any{"keys": []any{}}}), 400, "invalid_input", "0 keys: give 1 to 10"},
 		{"not a set", "POST", "/admin/v1/clients", create(map[string]any{"auth_method": "private_key_jwt", "jwks": []any{}}), 400, "invalid_request", `"jwks" must be a JWK set object`},
-		{"keys for a secret client", "POST", "/admin/v1/clients", create(map[string]any{"jwks": good.publicSet(t)}), 400, "invalid_request", "jwks and jwks_uri are for auth_method"},
+		{"keys for a secret client", "POST", "/admin/v1/clients", create(map[string]any{"jwks": publicSet(t, good)}), 400, "invalid_request", "jwks and jwks_uri are for auth_method"},
 		{"unknown method", "POST", "/admin/v1/clients", create(map[string]any{"auth_method": "tls_client_auth"}), 400, "invalid_request", `auth_method "tls_client_auth"`},
 		{"relative uri", "POST", "/admin/v1/clients", create(map[string]any{"auth_method": "private_key_jwt", "jwks_uri": "/jwks.json"}), 400, "invalid_input", "not an absolute URL"},
 		{"rotate without keys", "PUT", "/admin/v1/clients/" + keyed + "/keys", map[string]any{}, 400, "invalid_input", "needs a JWK set or a jwks_uri"},
@@ -391,15 +386,15 @@ func TestCredentialWritesNeedWrite(t *testing.T) {
 	_, _, hc := s.operator(false)
 	reader, _, ro := s.operator(true)
 	id, _ := s.newClient(hc, "readonly")
-	k := newPartnerKey(t, "k", jwa.ES256())
+	k := assertiontest.NewKey(t, "k", jwa.ES256())
 	for _, tc := range []struct {
 		method, path string
 		body         any
 	}{
-		{"POST", "/admin/v1/clients", map[string]any{"organization_slug": "readonly", "name": "x", "audience": "pharma", "auth_method": "private_key_jwt", "jwks": k.publicSet(t)}},
+		{"POST", "/admin/v1/clients", map[string]any{"organization_slug": "readonly", "name": "x", "audience": "pharma", "auth_method": "private_key_jwt", "jwks": publicSet(t, k)}},
 		{"POST", "/admin/v1/clients/" + id + "/secrets", nil},
 		{"DELETE", "/admin/v1/clients/" + id + "/secrets/1", nil},
-		{"PUT", "/admin/v1/clients/" + id + "/keys", map[string]any{"jwks": k.publicSet(t)}},
+		{"PUT", "/admin/v1/clients/" + id + "/keys", map[string]any{"jwks": publicSet(t, k)}},
 	} {
 		a := s.call(ro, tc.method, tc.path, tc.body)
 		if a.Status != 403 || a.json(t)["code"] != "insufficient_scope" || a.Header.Get("WWW-Authenticate") != `Bearer realm="admin", error="insufficient_scope", scope="admin.write"` {
@@ -468,78 +463,24 @@ func secretIDs(t *testing.T, body []byte) string {
 	return strings.Join(ids, ",")
 }
 
-// partnerKey is a partner's key pair: the private key signs assertions,
-// the public JWK is registered.
-type partnerKey struct {
-	kid  string
-	alg  jwa.SignatureAlgorithm
-	priv crypto.Signer
-}
-
-func newPartnerKey(t *testing.T, kid string, alg jwa.SignatureAlgorithm) partnerKey {
-	t.Helper()
-	var priv crypto.Signer
-	var err error
-	switch alg {
-	case jwa.ES256():
-		priv, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	case jwa.EdDSA():
-		_, priv, err = ed25519.GenerateKey(rand.Reader)
-	default:
-		t.Fatalf("no test key for %s", alg)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return partnerKey{kid: kid, alg: alg, priv: priv}
-}
-
-func (k partnerKey) publicJWK(t *testing.T) jwk.Key {
-	t.Helper()
-	pub, err := jwk.Import(k.priv.Public())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if k.kid != "" {
-		_ = pub.Set(jwk.KeyIDKey, k.kid)
-	}
-	return pub
-}
-
 // publicSet is the JWK set of k's public key, as a JSON value.
-func (k partnerKey) publicSet(t *testing.T) map[string]any {
+func publicSet(t *testing.T, k assertiontest.Key) map[string]any {
 	t.Helper()
-	return map[string]any{"keys": []any{k.publicJWK(t)}}
+	return map[string]any{"keys": []any{k.PublicJWK(t)}}
 }
 
-// form is a token request of client id authenticated by an assertion k
-// signs (RFC 7523 sections 2.2 and 3): iss = sub = id, aud the issuer, a
-// fresh jti.
-func (k partnerKey) form(t *testing.T, id string) url.Values {
+// assertionForm is a token request of client id authenticated by an
+// assertion k signs (RFC 7523 sections 2.2 and 3): iss = sub = id, aud the
+// issuer, a fresh jti.
+func assertionForm(t *testing.T, k assertiontest.Key, id string) url.Values {
 	t.Helper()
-	return url.Values{"grant_type": {"client_credentials"}, "client_assertion_type": {tokenserver.AssertionType}, "client_assertion": {k.assertion(t, id)}}
-}
-
-func (k partnerKey) assertion(t *testing.T, id string) string {
-	t.Helper()
-	now := time.Now()
-	jti := make([]byte, 16)
-	_, _ = rand.Read(jti)
-	payload, _ := json.Marshal(map[string]any{"iss": id, "sub": id, "aud": testIssuer, "iat": now.Unix(), "exp": now.Add(time.Minute).Unix(), "jti": fmt.Sprintf("%x", jti)})
-	h := jws.NewHeaders()
-	_ = h.Set(jws.KeyIDKey, k.kid)
-	_ = h.Set(jws.TypeKey, "JWT")
-	b, err := jws.Sign(payload, jws.WithKey(k.alg, k.priv, jws.WithProtectedHeaders(h)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	return url.Values{"grant_type": {"client_credentials"}, "client_assertion_type": {tokenserver.AssertionType}, "client_assertion": {k.Assertion(t, id, testIssuer)}}
 }
 
 // activeByAssertion introspects token as the key client id.
-func (s *stack) activeByAssertion(k partnerKey, id, token string) bool {
+func (s *stack) activeByAssertion(k assertiontest.Key, id, token string) bool {
 	s.t.Helper()
-	form := url.Values{"token": {token}, "client_assertion_type": {tokenserver.AssertionType}, "client_assertion": {k.assertion(s.t, id)}}
+	form := url.Values{"token": {token}, "client_assertion_type": {tokenserver.AssertionType}, "client_assertion": {k.Assertion(s.t, id, testIssuer)}}
 	status, body := s.postForm(tokenserver.PathIntrospect, form, "", "")
 	var v struct {
 		Active bool `json:"active"`

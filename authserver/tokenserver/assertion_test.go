@@ -2,14 +2,7 @@ package tokenserver
 
 import (
 	"context"
-	"crypto"
-	"crypto/ecdsa"
-	"crypto/ed25519"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/rsa"
 	"encoding/base64"
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -17,84 +10,11 @@ import (
 	"time"
 
 	"github.com/lestrrat-go/jwx/v3/jwa"
-	"github.com/lestrrat-go/jwx/v3/jwk"
 	"github.com/lestrrat-go/jwx/v3/jws"
 
 	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/clients/assertiontest"
 )
-
-// partnerKey is a partner's key pair: the private key signs assertions, the
-// public JWK is registered.
-type partnerKey struct {
-	kid  string
-	alg  jwa.SignatureAlgorithm
-	priv crypto.Signer
-}
-
-func newPartnerKey(t testing.TB, kid string, alg jwa.SignatureAlgorithm) partnerKey {
-	t.Helper()
-	var priv crypto.Signer
-	var err error
-	switch alg {
-	case jwa.ES256():
-		priv, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	case jwa.ES384():
-		priv, err = ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
-	case jwa.RS256(), jwa.RS384(), jwa.PS256():
-		priv, err = rsa.GenerateKey(rand.Reader, 2048)
-	case jwa.EdDSA():
-		_, priv, err = ed25519.GenerateKey(rand.Reader)
-	}
-	if err != nil || priv == nil {
-		t.Fatalf("key %s: %v", alg, err)
-	}
-	return partnerKey{kid: kid, alg: alg, priv: priv}
-}
-
-// jwks is the public JWK set of keys.
-func jwks(t testing.TB, keys ...partnerKey) []byte {
-	t.Helper()
-	set := jwk.NewSet()
-	for _, k := range keys {
-		pub, err := jwk.Import(k.priv.Public())
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = pub.Set(jwk.KeyIDKey, k.kid)
-		_ = set.AddKey(pub)
-	}
-	b, err := json.Marshal(set)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-// assertion signs claims with k (RFC 7523 section 3).
-func (k partnerKey) assertion(t testing.TB, claims map[string]any) string {
-	t.Helper()
-	payload, _ := json.Marshal(claims)
-	h := jws.NewHeaders()
-	_ = h.Set(jws.KeyIDKey, k.kid)
-	_ = h.Set(jws.TypeKey, "JWT")
-	b, err := jws.Sign(payload, jws.WithKey(k.alg, k.priv, jws.WithProtectedHeaders(h)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
-// claimsFor are the claims of a good assertion of client id at now.
-func claimsFor(id string, now time.Time) map[string]any {
-	return map[string]any{"iss": id, "sub": id, "aud": testIssuer, "iat": now.Unix(), "exp": now.Add(time.Minute).Unix(),
-		"jti": base64.RawURLEncoding.EncodeToString([]byte(now.String() + id + randomString()))}
-}
-
-func randomString() string {
-	b := make([]byte, 12)
-	_, _ = rand.Read(b)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
 
 // keyedClient creates a private_key_jwt client of org "acme".
 func (e *env) keyedClient(src clients.ClientKeySource) string {
@@ -118,18 +38,18 @@ func assertionForm(assertion string, kv ...string) string {
 // wrong secret (RFC 7521 section 4.2.1).
 func TestPrivateKeyJWT(t *testing.T) {
 	e := newEnv(t)
-	var keys []partnerKey
+	var keys []assertiontest.Key
 	for _, alg := range []jwa.SignatureAlgorithm{jwa.ES256(), jwa.ES384(), jwa.RS256(), jwa.RS384(), jwa.PS256(), jwa.EdDSA()} {
-		keys = append(keys, newPartnerKey(t, "k-"+alg.String(), alg))
+		keys = append(keys, assertiontest.NewKey(t, "k-"+alg.String(), alg))
 	}
-	id := e.keyedClient(clients.ClientKeySource{JWKS: jwks(t, keys...)})
+	id := e.keyedClient(clients.ClientKeySource{JWKS: assertiontest.JWKS(t, keys...)})
 	now := e.now.Now()
 	for _, k := range keys {
-		a := k.assertion(t, claimsFor(id, now))
+		a := k.Sign(t, assertiontest.Claims(id, testIssuer, now))
 		tok := tokenReply(t, post(t, e.url+PathToken, formType, assertionForm(a)), clients.ScopePatientsRead)
 		_, claims := tokenParts(t, tok)
 		if claims["sub"] != id || claims["secret_id"] != nil {
-			t.Fatalf("%s: claims %v", k.alg, claims)
+			t.Fatalf("%s: claims %v", k.Alg, claims)
 		}
 		// Single use: the same assertion again is refused (RFC 7523 section 3, jti).
 		r := post(t, e.url+PathToken, formType, assertionForm(a))
@@ -138,22 +58,22 @@ func TestPrivateKeyJWT(t *testing.T) {
 		// The token works at introspection, which the client authenticates to
 		// with a fresh assertion.
 		r = post(t, e.url+PathIntrospect, formType, form("client_assertion_type", AssertionType,
-			"client_assertion", k.assertion(t, claimsFor(id, now)), "token", tok))
+			"client_assertion", k.Sign(t, assertiontest.Claims(id, testIssuer, now)), "token", tok))
 		if wantStatus(t, r, http.StatusOK); decode(t, r.Body)["active"] != true {
-			t.Fatalf("%s: introspection %s", k.alg, r.Body)
+			t.Fatalf("%s: introspection %s", k.Alg, r.Body)
 		}
 	}
 	// The token endpoint's URL is an audience too, and client_id may be sent.
-	c := claimsFor(id, now)
+	c := assertiontest.Claims(id, testIssuer, now)
 	c["aud"] = []string{"https://elsewhere.test", testIssuer + PathToken}
-	tokenReply(t, post(t, e.url+PathToken, formType, assertionForm(keys[0].assertion(t, c), "client_id", id)), clients.ScopePatientsRead)
+	tokenReply(t, post(t, e.url+PathToken, formType, assertionForm(keys[0].Sign(t, c), "client_id", id)), clients.ScopePatientsRead)
 
-	other := newPartnerKey(t, keys[0].kid, jwa.ES256()) // same kid, another key
+	other := assertiontest.NewKey(t, keys[0].KID, jwa.ES256()) // same kid, another key
 	refused := map[string]string{}
 	mod := func(name string, f func(map[string]any)) {
-		c := claimsFor(id, now)
+		c := assertiontest.Claims(id, testIssuer, now)
 		f(c)
-		refused[name] = keys[0].assertion(t, c)
+		refused[name] = keys[0].Sign(t, c)
 	}
 	mod("wrong aud", func(c map[string]any) { c["aud"] = "https://elsewhere.test" })
 	mod("no aud", func(c map[string]any) { delete(c, "aud") })
@@ -163,9 +83,9 @@ func TestPrivateKeyJWT(t *testing.T) {
 	mod("exp 10 minutes ahead", func(c map[string]any) { c["exp"] = now.Add(10 * time.Minute).Unix() })
 	mod("nbf in the future", func(c map[string]any) { c["nbf"] = now.Add(5 * time.Minute).Unix() })
 	mod("no jti", func(c map[string]any) { delete(c, "jti") })
-	refused["signed by another key"] = other.assertion(t, claimsFor(id, now))
-	refused["unknown kid"] = newPartnerKey(t, "nobody", jwa.ES256()).assertion(t, claimsFor(id, now))
-	good := keys[0].assertion(t, claimsFor(id, now))
+	refused["signed by another key"] = other.Sign(t, assertiontest.Claims(id, testIssuer, now))
+	refused["unknown kid"] = assertiontest.NewKey(t, "nobody", jwa.ES256()).Sign(t, assertiontest.Claims(id, testIssuer, now))
+	good := keys[0].Sign(t, assertiontest.Claims(id, testIssuer, now))
 	parts := strings.Split(good, ".")
 	refused["alg none"] = b64(`{"alg":"none","kid":"k-ES256"}`) + "." + parts[1] + "."
 	hs, _ := jws.Sign([]byte(parts[1]), jws.WithKey(jwa.HS256(), []byte("a shared secret of 32 bytes or more")))
@@ -203,7 +123,7 @@ func TestPrivateKeyJWT(t *testing.T) {
 	// A secret client presenting an assertion, a keyed client presenting a
 	// secret: invalid_client.
 	secretID, secret := e.client(clients.AudiencePharma)
-	r := post(t, e.url+PathToken, formType, assertionForm(keys[0].assertion(t, claimsFor(secretID, now))))
+	r := post(t, e.url+PathToken, formType, assertionForm(keys[0].Sign(t, assertiontest.Claims(secretID, testIssuer, now))))
 	wantStatus(t, r, http.StatusUnauthorized)
 	wantJSON(t, r, bodyInvalidClient)
 	r = post(t, e.url+PathToken, formType, form("grant_type", "client_credentials"), basic(id, secret))
@@ -217,17 +137,17 @@ func b64(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s
 // per-address failure budget as wrong secrets.
 func TestAssertionFailuresLimited(t *testing.T) {
 	e := newEnv(t, withFailures(3))
-	k := newPartnerKey(t, "k1", jwa.ES256())
-	id := e.keyedClient(clients.ClientKeySource{JWKS: jwks(t, k)})
-	stranger := newPartnerKey(t, "k1", jwa.ES256())
+	k := assertiontest.NewKey(t, "k1", jwa.ES256())
+	id := e.keyedClient(clients.ClientKeySource{JWKS: assertiontest.JWKS(t, k)})
+	stranger := assertiontest.NewKey(t, "k1", jwa.ES256())
 	now := e.now.Now()
 	for i := range 3 {
-		r := post(t, e.url+PathToken, formType, assertionForm(stranger.assertion(t, claimsFor(id, now))))
+		r := post(t, e.url+PathToken, formType, assertionForm(stranger.Sign(t, assertiontest.Claims(id, testIssuer, now))))
 		if r.Status != http.StatusUnauthorized {
 			t.Fatalf("forged assertion %d: %d %s", i, r.Status, r.Body)
 		}
 	}
-	r := post(t, e.url+PathToken, formType, assertionForm(k.assertion(t, claimsFor(id, now))))
+	r := post(t, e.url+PathToken, formType, assertionForm(k.Sign(t, assertiontest.Claims(id, testIssuer, now))))
 	wantStatus(t, r, http.StatusTooManyRequests)
 	if decode(t, r.Body)["error"] != "slow_down" {
 		t.Fatalf("after 3 forged assertions: %s", r.Body)
@@ -239,29 +159,29 @@ func TestAssertionFailuresLimited(t *testing.T) {
 // server had the old keys cached.
 func TestRotateKeys(t *testing.T) {
 	e := newEnv(t)
-	old, fresh := newPartnerKey(t, "2026", jwa.ES256()), newPartnerKey(t, "2027", jwa.EdDSA())
-	id := e.keyedClient(clients.ClientKeySource{JWKS: jwks(t, old)})
+	old, fresh := assertiontest.NewKey(t, "2026", jwa.ES256()), assertiontest.NewKey(t, "2027", jwa.EdDSA())
+	id := e.keyedClient(clients.ClientKeySource{JWKS: assertiontest.JWKS(t, old)})
 	now := e.now.Now()
-	tok := mustToken(t, post(t, e.url+PathToken, formType, assertionForm(old.assertion(t, claimsFor(id, now)))))
-	if _, err := e.store.RotateKeys(context.Background(), id, clients.ClientKeySource{JWKS: jwks(t, fresh)}); err != nil {
+	tok := mustToken(t, post(t, e.url+PathToken, formType, assertionForm(old.Sign(t, assertiontest.Claims(id, testIssuer, now)))))
+	if _, err := e.store.RotateKeys(context.Background(), id, clients.ClientKeySource{JWKS: assertiontest.JWKS(t, fresh)}); err != nil {
 		t.Fatal(err)
 	}
-	r := post(t, e.url+PathToken, formType, assertionForm(old.assertion(t, claimsFor(id, now))))
+	r := post(t, e.url+PathToken, formType, assertionForm(old.Sign(t, assertiontest.Claims(id, testIssuer, now))))
 	wantStatus(t, r, http.StatusUnauthorized)
 	wantJSON(t, r, bodyInvalidClient)
 	r = post(t, e.url+PathIntrospect, formType, form("client_assertion_type", AssertionType,
-		"client_assertion", fresh.assertion(t, claimsFor(id, now)), "token", tok))
+		"client_assertion", fresh.Sign(t, assertiontest.Claims(id, testIssuer, now)), "token", tok))
 	wantStatus(t, r, http.StatusOK)
 	wantJSON(t, r, bodyInactive)
-	tokenReply(t, post(t, e.url+PathToken, formType, assertionForm(fresh.assertion(t, claimsFor(id, now)))), clients.ScopePatientsRead)
+	tokenReply(t, post(t, e.url+PathToken, formType, assertionForm(fresh.Sign(t, assertiontest.Claims(id, testIssuer, now)))), clients.ScopePatientsRead)
 }
 
 // TestJWKSURI: keys fetched from the client's jwks_uri, fetched again when
 // an assertion names a kid they lack (the partner rotated), and never from
 // a private address unless the operator allows it.
 func TestJWKSURI(t *testing.T) {
-	k1, k2 := newPartnerKey(t, "one", jwa.ES256()), newPartnerKey(t, "two", jwa.RS256())
-	served := jwks(t, k1)
+	k1, k2 := assertiontest.NewKey(t, "one", jwa.ES256()), assertiontest.NewKey(t, "two", jwa.RS256())
+	served := assertiontest.JWKS(t, k1)
 	fetches := 0
 	keysSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fetches++
@@ -273,19 +193,19 @@ func TestJWKSURI(t *testing.T) {
 	e := newEnv(t, withJWKSPolicy(JWKSPolicy{AllowHTTP: true, AllowPrivate: true}))
 	id := e.keyedClient(clients.ClientKeySource{URL: keysSrv.URL + "/jwks.json", AllowHTTP: true})
 	now := e.now.Now()
-	tokenReply(t, post(t, e.url+PathToken, formType, assertionForm(k1.assertion(t, claimsFor(id, now)))), clients.ScopePatientsRead)
-	tokenReply(t, post(t, e.url+PathToken, formType, assertionForm(k1.assertion(t, claimsFor(id, now)))), clients.ScopePatientsRead)
+	tokenReply(t, post(t, e.url+PathToken, formType, assertionForm(k1.Sign(t, assertiontest.Claims(id, testIssuer, now)))), clients.ScopePatientsRead)
+	tokenReply(t, post(t, e.url+PathToken, formType, assertionForm(k1.Sign(t, assertiontest.Claims(id, testIssuer, now)))), clients.ScopePatientsRead)
 	if fetches != 1 {
 		t.Fatalf("%d fetches for two assertions, want 1 (cached)", fetches)
 	}
-	served = jwks(t, k1, k2) // the partner publishes a new key
+	served = assertiontest.JWKS(t, k1, k2) // the partner publishes a new key
 	// An unknown kid fetches the keys again, but not twice within
 	// jwksRefetchEvery: the first try within it is refused.
-	r := post(t, e.url+PathToken, formType, assertionForm(k2.assertion(t, claimsFor(id, now))))
+	r := post(t, e.url+PathToken, formType, assertionForm(k2.Sign(t, assertiontest.Claims(id, testIssuer, now))))
 	wantStatus(t, r, http.StatusUnauthorized)
 	e.now.Add(jwksRefetchEvery)
 	now = e.now.Now()
-	tokenReply(t, post(t, e.url+PathToken, formType, assertionForm(k2.assertion(t, claimsFor(id, now)))), clients.ScopePatientsRead)
+	tokenReply(t, post(t, e.url+PathToken, formType, assertionForm(k2.Sign(t, assertiontest.Claims(id, testIssuer, now)))), clients.ScopePatientsRead)
 	if fetches != 2 {
 		t.Fatalf("%d fetches after a new kid, want 2", fetches)
 	}
@@ -294,7 +214,7 @@ func TestJWKSURI(t *testing.T) {
 	strict := newEnv(t)
 	id2 := strict.keyedClient(clients.ClientKeySource{URL: keysSrv.URL + "/jwks.json", AllowHTTP: true})
 	before := fetches
-	r = post(t, strict.url+PathToken, formType, assertionForm(k1.assertion(t, claimsFor(id2, now))))
+	r = post(t, strict.url+PathToken, formType, assertionForm(k1.Sign(t, assertiontest.Claims(id2, testIssuer, now))))
 	wantStatus(t, r, http.StatusUnauthorized)
 	wantJSON(t, r, bodyInvalidClient)
 	if fetches != before {

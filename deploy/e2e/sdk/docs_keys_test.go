@@ -21,13 +21,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/lestrrat-go/jwx/v3/jwa"
 	"github.com/lestrrat-go/jwx/v3/jwk"
-	"github.com/lestrrat-go/jwx/v3/jws"
 
 	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/clients/assertiontest"
 	"github.com/partnerapi/authplatform/pkg/partnerclient"
 )
 
@@ -35,10 +34,9 @@ import (
 // the private key whose public half it was registered with.
 type keyClient struct {
 	// jwks is the public JWK set it was registered with.
-	jwks    []byte
-	id, kid string
-	alg     jwa.SignatureAlgorithm
-	key     crypto.Signer
+	jwks []byte
+	id   string
+	key  assertiontest.Key
 }
 
 // newKeyClient registers a private_key_jwt client of the sandbox
@@ -66,28 +64,14 @@ func (f *docsFixture) newKeyClient(jwks []byte, key crypto.Signer) *keyClient {
 	if !ok {
 		f.t.Fatalf("JWK set %s: no alg", jwks)
 	}
-	return &keyClient{jwks: jwks, id: c.ID, kid: kid, alg: sa, key: key}
+	return &keyClient{jwks: jwks, id: c.ID, key: assertiontest.Key{KID: kid, Alg: sa, Signer: key}}
 }
 
 // assertion signs a fresh client assertion of k for the audience aud
 // (RFC 7523 section 3), as the authentication guide describes it.
 func (k *keyClient) assertion(t testing.TB, aud string) string {
 	t.Helper()
-	now := time.Now()
-	jti := make([]byte, 16)
-	_, _ = rand.Read(jti)
-	payload, _ := json.Marshal(map[string]any{
-		"iss": k.id, "sub": k.id, "aud": aud, "iat": now.Unix(), "exp": now.Add(time.Minute).Unix(),
-		"jti": base64.RawURLEncoding.EncodeToString(jti),
-	})
-	h := jws.NewHeaders()
-	_ = h.Set(jws.KeyIDKey, k.kid)
-	_ = h.Set(jws.TypeKey, "JWT")
-	b, err := jws.Sign(payload, jws.WithKey(k.alg, k.key, jws.WithProtectedHeaders(h)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	return k.key.Assertion(t, k.id, aud)
 }
 
 // keysFromScript runs, once, the guide's script key (a shell block marked
@@ -186,7 +170,7 @@ func (f *docsFixture) sdkAssertionPart(i int) reply {
 		return http.DefaultTransport.RoundTrip(r)
 	})}
 	ts, err := partnerclient.NewTokenSource(partnerclient.Config{
-		BaseURL: f.s.url, ClientID: k.id, PrivateKey: k.key, KeyID: k.kid,
+		BaseURL: f.s.url, ClientID: k.id, PrivateKey: k.key.Signer, KeyID: k.key.KID,
 		AssertionAudience: issuer + tokenPath, HTTPClient: rec,
 	})
 	if err != nil {
