@@ -228,7 +228,7 @@ func TestServeOneLogStream(t *testing.T) {
 	h := newHarness(t)
 	keys := filepath.Join(t.TempDir(), "keys.json")
 	h.must("keys", "generate", "--out", keys)
-	cmd := exec.Command(os.Args[0], "serve", "--addr", "127.0.0.1:0", "--metrics-addr", "off", "--keys", keys)
+	cmd := exec.Command(os.Args[0], "serve", "--addr", "127.0.0.1:0", "--metrics-addr", "off", "--admin-addr", "off", "--keys", keys)
 	cmd.Env = []string{"AUTHSERVER_TEST_MAIN=1", "REDIS_URL=redis://127.0.0.1:" + strconv.Itoa(redistest.FreePort(t)) + "/0"}
 	stderr := &logtest.Sink{}
 	cmd.Stderr = stderr

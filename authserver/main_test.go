@@ -44,7 +44,9 @@ func newHarness(t *testing.T) *harness {
 	t.Helper()
 	rdb := redistest.Client(t)
 	prefix := redistest.Prefix(t, rdb)
-	return &harness{t: t, rdb: rdb, prefix: prefix, env: map[string]string{"REDIS_URL": redisURL(t, rdb), "REDIS_KEY_PREFIX": prefix}}
+	// ADMIN_ADDR off: a serve run never takes the default 127.0.0.1:8090,
+	// which other tests' servers may hold meanwhile.
+	return &harness{t: t, rdb: rdb, prefix: prefix, env: map[string]string{"REDIS_URL": redisURL(t, rdb), "REDIS_KEY_PREFIX": prefix, "ADMIN_ADDR": "off"}}
 }
 
 // redisURL is the URL of rdb: the test Redis, or the in-process fallback

@@ -209,8 +209,9 @@ func (s *stack) start(ctx context.Context) error {
 		return fmt.Errorf("authserver keys generate: %w: %s", err, out)
 	}
 	// Each server's metrics listener on a free port: served as in
-	// production, never in the way of another run's.
-	env := []string{"REDIS_URL=" + s.redisURL, "METRICS_ADDR=127.0.0.1:0"}
+	// production, never in the way of another run's; no admin API (its
+	// default port would be).
+	env := []string{"REDIS_URL=" + s.redisURL, "METRICS_ADDR=127.0.0.1:0", "ADMIN_ADDR=off"}
 	if s.cfg.LogLevel != "" {
 		env = append(env, "LOG_LEVEL="+s.cfg.LogLevel)
 	}
