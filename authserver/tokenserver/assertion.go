@@ -100,6 +100,12 @@ func assertionSubject(raw string) (string, bool) {
 	return c.Sub, true
 }
 
+// algEd25519 is EdDSA with Ed25519 under its fully-specified JWS name
+// (RFC 9864 section 2.2), which clients following RFC 9864 sign with
+// (oauth4webapi 3 does for every Ed25519 key): accepted wherever "EdDSA"
+// is, for the keys "EdDSA" fits.
+const algEd25519 = "Ed25519"
+
 // verifyAssertion checks a client assertion of client id against its keys
 // (RFC 7523 section 3, RFC 7521 section 4.2): a compact JWS with one of
 // clients.AssertionAlgorithms (never "none" or a MAC) fit for the key its
@@ -118,7 +124,11 @@ func verifyAssertion(raw, id string, set jwk.Set, audiences []string, now time.T
 	h := msg.Signatures()[0].ProtectedHeaders()
 	alg, _ := h.Algorithm()
 	kid, _ := h.KeyID()
-	if !slices.Contains(clients.AssertionAlgorithms, alg.String()) {
+	name := alg.String()
+	if name == algEd25519 {
+		name = "EdDSA" // the same signature, by its fully-specified name
+	}
+	if !slices.Contains(clients.AssertionAlgorithms, name) {
 		return "", time.Time{}, fmt.Errorf("%w: alg %q", errBadAssertion, alg.String())
 	}
 	if _, crit := h.Critical(); crit {
@@ -128,7 +138,7 @@ func verifyAssertion(raw, id string, set jwk.Set, audiences []string, now time.T
 	if !ok {
 		return "", time.Time{}, errUnknownKid
 	}
-	if ka, set := key.Algorithm(); !slices.Contains(clients.KeyAlgorithms(key), alg.String()) || (set && ka.String() != alg.String()) {
+	if ka, set := key.Algorithm(); !slices.Contains(clients.KeyAlgorithms(key), name) || (set && ka.String() != name) {
 		return "", time.Time{}, fmt.Errorf("%w: alg %q does not fit key %q", errBadAssertion, alg.String(), kid)
 	}
 	sa, _ := jwa.LookupSignatureAlgorithm(alg.String())

@@ -42,7 +42,7 @@ func newPartnerKey(t testing.TB, kid string, alg jwa.SignatureAlgorithm) partner
 		priv, err = ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
 	case jwa.RS256(), jwa.RS384(), jwa.PS256():
 		priv, err = rsa.GenerateKey(rand.Reader, 2048)
-	case jwa.EdDSA():
+	case jwa.EdDSA(), jwa.EdDSAEd25519():
 		_, priv, err = ed25519.GenerateKey(rand.Reader)
 	}
 	if err != nil || priv == nil {
@@ -119,7 +119,7 @@ func assertionForm(assertion string, kv ...string) string {
 func TestPrivateKeyJWT(t *testing.T) {
 	e := newEnv(t)
 	var keys []partnerKey
-	for _, alg := range []jwa.SignatureAlgorithm{jwa.ES256(), jwa.ES384(), jwa.RS256(), jwa.RS384(), jwa.PS256(), jwa.EdDSA()} {
+	for _, alg := range []jwa.SignatureAlgorithm{jwa.ES256(), jwa.ES384(), jwa.RS256(), jwa.RS384(), jwa.PS256(), jwa.EdDSA(), jwa.EdDSAEd25519()} {
 		keys = append(keys, newPartnerKey(t, "k-"+alg.String(), alg))
 	}
 	id := e.keyedClient(clients.ClientKeySource{JWKS: jwks(t, keys...)})
