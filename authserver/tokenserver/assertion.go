@@ -35,8 +35,9 @@ const AssertionType = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 const (
 	// MaxAssertionLifetime bounds how far ahead an assertion's "exp" may
 	// be: an assertion is a one-time credential, and its jti is remembered
-	// until it expires.
-	MaxAssertionLifetime = 5 * time.Minute
+	// until it expires. One hour, as Okta's bound: Authlib signs its
+	// assertions with exp = iat + 3600 unless told otherwise.
+	MaxAssertionLifetime = time.Hour
 	// AssertionLeeway is the clock skew tolerated on exp, nbf and iat.
 	AssertionLeeway   = 30 * time.Second
 	maxAssertionBytes = 8 << 10
@@ -161,7 +162,7 @@ func verifyAssertion(raw, id string, set jwk.Set, audiences []string, now time.T
 	case !at(c.Exp).After(now.Add(-AssertionLeeway)):
 		return "", time.Time{}, fmt.Errorf("%w: expired", errBadAssertion)
 	case at(c.Exp).After(now.Add(MaxAssertionLifetime + AssertionLeeway)):
-		return "", time.Time{}, fmt.Errorf("%w: exp more than 5 minutes ahead", errBadAssertion)
+		return "", time.Time{}, fmt.Errorf("%w: exp more than an hour ahead", errBadAssertion)
 	case c.Nbf != nil && at(c.Nbf).After(now.Add(AssertionLeeway)):
 		return "", time.Time{}, fmt.Errorf("%w: not yet valid", errBadAssertion)
 	case c.Iat != nil && at(c.Iat).After(now.Add(AssertionLeeway)):

@@ -143,8 +143,12 @@ func TestPrivateKeyJWT(t *testing.T) {
 			t.Fatalf("%s: introspection %s", k.alg, r.Body)
 		}
 	}
-	// The token endpoint's URL is an audience too, and client_id may be sent.
+	// An assertion may live an hour (Authlib's exp = iat + 3600).
 	c := claimsFor(id, now)
+	c["exp"] = now.Add(time.Hour).Unix()
+	tokenReply(t, post(t, e.url+PathToken, formType, assertionForm(keys[0].assertion(t, c))), clients.ScopePatientsRead)
+	// The token endpoint's URL is an audience too, and client_id may be sent.
+	c = claimsFor(id, now)
 	c["aud"] = []string{"https://elsewhere.test", testIssuer + PathToken}
 	tokenReply(t, post(t, e.url+PathToken, formType, assertionForm(keys[0].assertion(t, c), "client_id", id)), clients.ScopePatientsRead)
 
@@ -160,7 +164,7 @@ func TestPrivateKeyJWT(t *testing.T) {
 	mod("iss not the client", func(c map[string]any) { c["iss"] = "svc_aaaaaaaaaaaaaaaaaaaaaaaa" })
 	mod("no exp", func(c map[string]any) { delete(c, "exp") })
 	mod("expired", func(c map[string]any) { c["exp"] = now.Add(-time.Minute).Unix() })
-	mod("exp 10 minutes ahead", func(c map[string]any) { c["exp"] = now.Add(10 * time.Minute).Unix() })
+	mod("exp 2 hours ahead", func(c map[string]any) { c["exp"] = now.Add(2 * time.Hour).Unix() })
 	mod("nbf in the future", func(c map[string]any) { c["nbf"] = now.Add(5 * time.Minute).Unix() })
 	mod("no jti", func(c map[string]any) { delete(c, "jti") })
 	refused["signed by another key"] = other.assertion(t, claimsFor(id, now))
