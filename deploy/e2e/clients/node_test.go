@@ -20,6 +20,7 @@ import (
 // and client_secret_basic, /me, revocation, /me refused, a new token, and
 // a wrong key refused.
 func TestNodeOAuth4WebAPI(t *testing.T) {
+	t.Parallel()
 	e2etest.RequireCommand(t, "node")
 	e2etest.RequireCommand(t, "npm")
 	s := startStack(t)

@@ -26,6 +26,7 @@ const debianPython = "/usr/bin/python3"
 // audience for a revocation request (the revocation endpoint's URL)
 // refused.
 func TestPythonAuthlib(t *testing.T) {
+	t.Parallel()
 	e2etest.RequireCommand(t, debianPython)
 	if out, err := exec.Command(debianPython, "-c", "import authlib, requests").CombinedOutput(); err != nil {
 		if os.Getenv("CI") == "true" {
