@@ -87,7 +87,7 @@ func startStack(t *testing.T) *stack {
 	s.auth, s.api = "http://"+authAddr, "http://"+apiAddr
 	free := func() string { return "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t)) }
 	auth := e2etest.StartProcess(t, "authserver", s.env, filepath.Join(s.bin, "authserver"), "serve",
-		"--addr", authAddr, "--metrics-addr", free(), "--keys", keys, "--issuer", s.auth, "--audience", audience)
+		"--addr", authAddr, "--metrics-addr", free(), "--admin-addr", free(), "--keys", keys, "--issuer", s.auth, "--audience", audience)
 	e2etest.WaitOK(t, s.auth+"/readyz", auth)
 	res := e2etest.StartProcess(t, "resourceserver", s.env, filepath.Join(s.bin, "resourceserver"), "serve",
 		"--addr", apiAddr, "--metrics-addr", free(), "--jwks-url", s.auth+"/.well-known/jwks.json", "--issuer", s.auth, "--audience", audience)
