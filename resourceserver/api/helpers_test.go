@@ -137,15 +137,6 @@ func (f *fixture) token(c clients.Client, scope string) string {
 	return tok
 }
 
-func (f *fixture) tokenAt(clientID, scope string, gen int64) string {
-	f.t.Helper()
-	tok, _, err := f.issuer.Issue(accesstoken.Grant{ClientID: clientID, Scope: scope, Generation: gen, Now: f.clock.Now()})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	return tok
-}
-
 // doGet sends a GET with an optional bearer token to h.
 func doGet(t testing.TB, h http.Handler, path, token string) *httptest.ResponseRecorder {
 	t.Helper()
