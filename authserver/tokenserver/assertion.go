@@ -35,7 +35,8 @@ const AssertionType = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 const (
 	// MaxAssertionLifetime bounds how far ahead an assertion's "exp" may
 	// be: an assertion is a one-time credential, and its jti is remembered
-	// until it expires.
+	// until it expires. (Authlib signs exp = iat + 3600 unless given an exp
+	// claim: the authentication guide says how.)
 	MaxAssertionLifetime = 5 * time.Minute
 	// AssertionLeeway is the clock skew tolerated on exp, nbf and iat.
 	AssertionLeeway   = 30 * time.Second
@@ -118,7 +119,8 @@ func verifyAssertion(raw, id string, set jwk.Set, audiences []string, now time.T
 	h := msg.Signatures()[0].ProtectedHeaders()
 	alg, _ := h.Algorithm()
 	kid, _ := h.KeyID()
-	if !slices.Contains(clients.AssertionAlgorithms, alg.String()) {
+	name := alg.String()
+	if !slices.Contains(clients.AssertionAlgorithms, name) {
 		return "", time.Time{}, fmt.Errorf("%w: alg %q", errBadAssertion, alg.String())
 	}
 	if _, crit := h.Critical(); crit {
@@ -128,7 +130,7 @@ func verifyAssertion(raw, id string, set jwk.Set, audiences []string, now time.T
 	if !ok {
 		return "", time.Time{}, errUnknownKid
 	}
-	if ka, set := key.Algorithm(); !slices.Contains(clients.KeyAlgorithms(key), alg.String()) || (set && ka.String() != alg.String()) {
+	if ka, set := key.Algorithm(); !slices.Contains(clients.KeyAlgorithms(key), name) || (set && ka.String() != name) {
 		return "", time.Time{}, fmt.Errorf("%w: alg %q does not fit key %q", errBadAssertion, alg.String(), kid)
 	}
 	sa, _ := jwa.LookupSignatureAlgorithm(alg.String())
@@ -151,7 +153,7 @@ func verifyAssertion(raw, id string, set jwk.Set, audiences []string, now time.T
 	case !at(c.Exp).After(now.Add(-AssertionLeeway)):
 		return "", time.Time{}, fmt.Errorf("%w: expired", errBadAssertion)
 	case at(c.Exp).After(now.Add(MaxAssertionLifetime + AssertionLeeway)):
-		return "", time.Time{}, fmt.Errorf("%w: exp more than 5 minutes ahead", errBadAssertion)
+		return "", time.Time{}, fmt.Errorf("%w: exp more than an hour ahead", errBadAssertion)
 	case c.Nbf != nil && at(c.Nbf).After(now.Add(AssertionLeeway)):
 		return "", time.Time{}, fmt.Errorf("%w: not yet valid", errBadAssertion)
 	case c.Iat != nil && at(c.Iat).After(now.Add(AssertionLeeway)):

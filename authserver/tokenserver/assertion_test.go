@@ -39,7 +39,7 @@ func assertionForm(assertion string, kv ...string) string {
 func TestPrivateKeyJWT(t *testing.T) {
 	e := newEnv(t)
 	var keys []assertiontest.Key
-	for _, alg := range []jwa.SignatureAlgorithm{jwa.ES256(), jwa.ES384(), jwa.RS256(), jwa.RS384(), jwa.PS256(), jwa.EdDSA()} {
+	for _, alg := range []jwa.SignatureAlgorithm{jwa.ES256(), jwa.ES384(), jwa.RS256(), jwa.RS384(), jwa.PS256(), jwa.EdDSA(), jwa.EdDSAEd25519()} {
 		keys = append(keys, assertiontest.NewKey(t, "k-"+alg.String(), alg))
 	}
 	id := e.keyedClient(clients.ClientKeySource{JWKS: assertiontest.JWKS(t, keys...)})

@@ -164,11 +164,11 @@ func TestMetadata(t *testing.T) {
 		"grant_types_supported": ["client_credentials"],
 		"response_types_supported": [],
 		"token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "private_key_jwt"],
-		"token_endpoint_auth_signing_alg_values_supported": ["ES256", "ES384", "RS256", "RS384", "PS256", "EdDSA"],
+		"token_endpoint_auth_signing_alg_values_supported": ["ES256", "ES384", "RS256", "RS384", "PS256", "EdDSA", "Ed25519"],
 		"introspection_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "private_key_jwt"],
-		"introspection_endpoint_auth_signing_alg_values_supported": ["ES256", "ES384", "RS256", "RS384", "PS256", "EdDSA"],
+		"introspection_endpoint_auth_signing_alg_values_supported": ["ES256", "ES384", "RS256", "RS384", "PS256", "EdDSA", "Ed25519"],
 		"revocation_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "private_key_jwt"],
-		"revocation_endpoint_auth_signing_alg_values_supported": ["ES256", "ES384", "RS256", "RS384", "PS256", "EdDSA"],
+		"revocation_endpoint_auth_signing_alg_values_supported": ["ES256", "ES384", "RS256", "RS384", "PS256", "EdDSA", "Ed25519"],
 		"scopes_supported": ["programme.metrics.read", "events.subscribe", "patients.read", "referrals.write"],
 		"service_documentation": "https://auth.example.test/llms.txt"
 	}`)

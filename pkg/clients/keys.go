@@ -16,9 +16,11 @@ import (
 )
 
 // AssertionAlgorithms are the JWS algorithms a client assertion may be
-// signed with (private_key_jwt; RFC 7518 section 3.1, RFC 8037 for EdDSA):
-// never "none", never a MAC (HS*), whose key would be a shared secret.
-var AssertionAlgorithms = []string{"ES256", "ES384", "RS256", "RS384", "PS256", "EdDSA"}
+// signed with (private_key_jwt; RFC 7518 section 3.1, RFC 8037 for EdDSA,
+// and Ed25519, its fully specified name of RFC 9864 section 2.2, which
+// oauth4webapi 3 signs Ed25519 keys with): never "none", never a MAC
+// (HS*), whose key would be a shared secret.
+var AssertionAlgorithms = []string{"ES256", "ES384", "RS256", "RS384", "PS256", "EdDSA", "Ed25519"}
 
 // Limits of a client's public keys.
 const (
@@ -147,7 +149,7 @@ func KeyAlgorithms(key jwk.Key) []string {
 		}
 	case jwk.OKPPublicKey:
 		if crv, _ := k.Crv(); crv == jwa.Ed25519() {
-			return []string{"EdDSA"}
+			return []string{"EdDSA", "Ed25519"}
 		}
 	}
 	return nil

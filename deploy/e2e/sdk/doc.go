@@ -5,6 +5,15 @@
 // the edge proxy routes them. Nothing is mocked: the tests count the
 // requests on the wire and read the answers the servers really give.
 //
+// keys_test.go covers private_key_jwt and revocation against the servers,
+// their issuer the stack's own URL (selfIssued) so the SDK's default
+// assertion audience, the token endpoint URL, is the server's: ES256, EdDSA
+// and RS256 keys registered as JWK sets and read with ParsePrivateJWK, aud
+// as the token URL and as the issuer, a wrong key (*TokenError
+// invalid_client, not retried), RevokeCached (the API refuses the old token
+// at once, the next call gets a fresh one), Revoke with Basic and with an
+// assertion, an unknown token revoked without error.
+//
 // It also holds the documentation's check against the wire
 // (TestDocsEqualTheWire, TestOpenAPIRequestExamples): every example answer
 // of the guides and of the OpenAPI document is reproduced on the real

@@ -38,6 +38,7 @@ type stack struct {
 	rdb    redis.UniversalClient
 	store  *clients.Store
 	url    string
+	issuer string // the servers' issuer: the issuer constant, or url (selfIssued)
 	logs   *logtest.Sink
 	tokens atomic.Int64 // requests that reached the token endpoint
 	api    atomic.Int64 // requests that reached /api/v1/me/
@@ -62,6 +63,9 @@ type stackOption func(*stackCfg)
 type stackCfg struct {
 	rdb   redis.UniversalClient
 	trust clientip.Trust
+	// selfIssued makes the stack's own URL the servers' issuer, so the
+	// token endpoint URL a client derives from it is the server's.
+	selfIssued bool
 }
 
 // trusting makes the servers believe X-Forwarded-For from loopback, so a
@@ -71,6 +75,10 @@ func trusting() stackOption {
 		c.trust, _ = clientip.ParseTrust("127.0.0.1/32")
 	}
 }
+
+// selfIssued makes the stack's URL (http://127.0.0.1:PORT) the issuer,
+// instead of the issuer constant.
+func selfIssued() stackOption { return func(c *stackCfg) { c.selfIssued = true } }
 
 // onRedis runs the stack on rdb instead of the shared test Redis.
 func onRedis(rdb redis.UniversalClient) stackOption { return func(c *stackCfg) { c.rdb = rdb } }
@@ -85,20 +93,25 @@ func newStack(t testing.TB, opts ...stackOption) *stack {
 		cfg.rdb = redistest.Client(t)
 	}
 	now := time.Now().UTC().Truncate(time.Second)
-	s := &stack{t: t, rdb: cfg.rdb, logs: &logtest.Sink{}, serverNow: testclock.New(now), rate: testclock.New(now)}
+	s := &stack{t: t, rdb: cfg.rdb, logs: &logtest.Sink{}, serverNow: testclock.New(now), rate: testclock.New(now), issuer: issuer}
+	var handler http.Handler
+	hs := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
+	if cfg.selfIssued {
+		s.issuer = "http://" + hs.Listener.Addr().String()
+	}
 	prefix := redistest.Prefix(t, s.rdb)
 	logger, err := logging.New(s.logs, "debug")
 	if err != nil {
 		t.Fatal(err)
 	}
 	servers := e2etest.NewServers(t, e2etest.Config{
-		Issuer: issuer, Audience: audience, AuthRedis: s.rdb, KeyPrefix: prefix, Trust: cfg.trust,
+		Issuer: s.issuer, Audience: audience, AuthRedis: s.rdb, KeyPrefix: prefix, Trust: cfg.trust,
 		Now: s.serverNow.Now, RateNow: s.rate.Now, AuthLogger: logger, APILogger: logger,
 	})
 	s.store = servers.Store
 	auth, res := servers.Auth, servers.API
 
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
 		switch {
 		case e2etest.IsAuthPath(r.URL.Path):
@@ -115,7 +128,8 @@ func newStack(t testing.TB, opts ...stackOption) *stack {
 		s.mu.Lock()
 		s.answers = append(s.answers, answer{r.URL.Path, rec.status, w.Header().Get("Retry-After")})
 		s.mu.Unlock()
-	}))
+	})
+	hs.Start()
 	t.Cleanup(hs.Close)
 	s.url = hs.URL
 	e2etest.NewOrg(t, s.store, "acme", "Acme Hospital")

@@ -29,7 +29,8 @@ type Key struct {
 	Signer crypto.Signer
 }
 
-// NewKey makes a key pair for alg: EC P-256 or P-384, RSA 2048, Ed25519.
+// NewKey makes a key pair for alg: EC P-256 or P-384, RSA 2048, Ed25519
+// (EdDSA, or its fully specified name Ed25519 of RFC 9864).
 func NewKey(t testing.TB, kid string, alg jwa.SignatureAlgorithm) Key {
 	t.Helper()
 	var priv crypto.Signer
@@ -41,7 +42,7 @@ func NewKey(t testing.TB, kid string, alg jwa.SignatureAlgorithm) Key {
 		priv, err = ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
 	case jwa.RS256(), jwa.RS384(), jwa.PS256():
 		priv, err = rsa.GenerateKey(rand.Reader, 2048)
-	case jwa.EdDSA():
+	case jwa.EdDSA(), jwa.EdDSAEd25519():
 		_, priv, err = ed25519.GenerateKey(rand.Reader)
 	}
 	if err != nil || priv == nil {

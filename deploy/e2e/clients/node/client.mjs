@@ -1,0 +1,120 @@
+// The Node.js client of deploy/e2e/clients: oauth4webapi (panva) against the
+// real token service and resource server. It is given a JSON file:
+//
+//   {"issuer": URL, "api": URL, "clients": [CLIENT...]}
+//   CLIENT: {"name": N, "client_id": ID, "auth": "private_key_jwt", "jwk_file": F, "wrong_jwk_file": F}
+//         | {"name": N, "client_id": ID, "auth": "client_secret_basic", "client_secret": S}
+//
+// and prints one JSON object a line for each step (the Go test asserts on
+// them): the discovered metadata, then for each client a token
+// (client_credentials), GET /api/v1/me/ with it, its revocation (RFC 7009),
+// GET /api/v1/me/ again (401), and for a key client a token request signed
+// with a key the server does not know (invalid_client). It exits 1 on the
+// first unexpected failure, after printing it.
+import { readFile } from 'node:fs/promises'
+import * as oauth from 'oauth4webapi'
+
+const insecure = { [oauth.allowInsecureRequests]: true } // the issuer is http on loopback
+const out = (obj) => process.stdout.write(JSON.stringify(obj) + '\n')
+
+// importJWK imports a private JWK for signing, with the algorithm its
+// "alg" names (ES256, ES384, RS256, EdDSA).
+async function importJWK(file) {
+  const jwk = JSON.parse(await readFile(file, 'utf8'))
+  const { kid, alg } = jwk
+  let algorithm
+  switch (alg) {
+    case 'ES256': algorithm = { name: 'ECDSA', namedCurve: 'P-256' }; break
+    case 'ES384': algorithm = { name: 'ECDSA', namedCurve: 'P-384' }; break
+    case 'RS256': algorithm = { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' }; break
+    case 'EdDSA': algorithm = { name: 'Ed25519' }; break
+    default: throw new Error(`unsupported alg ${alg}`)
+  }
+  for (const k of ['kid', 'alg', 'use', 'key_ops', 'ext']) delete jwk[k]
+  const key = await crypto.subtle.importKey('jwk', jwk, algorithm, false, ['sign'])
+  return { key, kid }
+}
+
+async function clientAuth(c, file) {
+  switch (c.auth) {
+    case 'private_key_jwt': return oauth.PrivateKeyJwt(await importJWK(file ?? c.jwk_file))
+    case 'client_secret_basic': return oauth.ClientSecretBasic(c.client_secret)
+    case 'client_secret_post': return oauth.ClientSecretPost(c.client_secret)
+    default: throw new Error(`unsupported auth ${c.auth}`)
+  }
+}
+
+// me calls GET /api/v1/me/. oauth4webapi throws on a 401 with a
+// WWW-Authenticate challenge; the challenge it parsed is printed too.
+async function me(api, token) {
+  let resp
+  let challenges = null
+  try {
+    resp = await oauth.protectedResourceRequest(token, 'GET', new URL('/api/v1/me/', api), undefined, undefined, insecure)
+  } catch (err) {
+    if (!(err instanceof oauth.WWWAuthenticateChallengeError)) throw err
+    resp = err.response
+    challenges = err.cause
+  }
+  const text = await resp.text()
+  return {
+    status: resp.status,
+    challenges,
+    www_authenticate: resp.headers.get('www-authenticate'),
+    cache_control: resp.headers.get('cache-control'),
+    body: text === '' ? null : JSON.parse(text),
+  }
+}
+
+async function token(as, client, auth) {
+  const resp = await oauth.clientCredentialsGrantRequest(as, client, auth, {}, insecure)
+  return oauth.processClientCredentialsResponse(as, client, resp)
+}
+
+async function run(config) {
+  const issuer = new URL(config.issuer)
+  let started = performance.now()
+  const as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { ...insecure, algorithm: 'oauth2' }))
+  out({
+    step: 'discovery', issuer: as.issuer, token_endpoint: as.token_endpoint, revocation_endpoint: as.revocation_endpoint,
+    token_endpoint_auth_methods_supported: as.token_endpoint_auth_methods_supported,
+    ms: Math.round(performance.now() - started),
+  })
+  for (const c of config.clients) {
+    started = performance.now()
+    const client = { client_id: c.client_id }
+    const auth = await clientAuth(c)
+    const tok = await token(as, client, auth)
+    out({ client: c.name, step: 'token', token_type: tok.token_type, expires_in: tok.expires_in, scope: tok.scope, access_token: tok.access_token })
+    out({ client: c.name, step: 'me', ...(await me(config.api, tok.access_token)) })
+
+    const resp = await oauth.revocationRequest(as, client, auth, tok.access_token, insecure)
+    const status = resp.status
+    const cacheControl = resp.headers.get('cache-control')
+    await oauth.processRevocationResponse(resp)
+    out({ client: c.name, step: 'revoke', status, cache_control: cacheControl })
+    out({ client: c.name, step: 'me_after_revoke', ...(await me(config.api, tok.access_token)) })
+
+    // The client lives on: a new token works.
+    const again = await token(as, client, auth)
+    out({ client: c.name, step: 'me_new_token', status: (await me(config.api, again.access_token)).status, new_token: again.access_token !== tok.access_token })
+
+    if (c.wrong_jwk_file) {
+      try {
+        await token(as, client, await clientAuth(c, c.wrong_jwk_file))
+        out({ client: c.name, step: 'token_wrong_key', accepted: true })
+      } catch (err) {
+        if (!(err instanceof oauth.ResponseBodyError)) throw err
+        out({ client: c.name, step: 'token_wrong_key', status: err.status, error: err.error, error_description: err.error_description })
+      }
+    }
+    out({ client: c.name, step: 'done', ms: Math.round(performance.now() - started) })
+  }
+}
+
+try {
+  await run(JSON.parse(await readFile(process.argv[2], 'utf8')))
+} catch (err) {
+  out({ step: 'failed', error: String(err), code: err?.code, cause: err?.cause ?? null })
+  process.exit(1)
+}

@@ -1,0 +1,94 @@
+//go:build unix
+
+package clients
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lestrrat-go/jwx/v3/jwa"
+
+	"github.com/partnerapi/authplatform/deploy/e2e/e2etest"
+)
+
+// TestNodeOAuth4WebAPI runs oauth4webapi (node/client.mjs) against the
+// real servers: discovery, tokens with private_key_jwt (ES256 and Ed25519)
+// and client_secret_basic, /me, revocation, /me refused, a new token, and
+// a wrong key refused.
+func TestNodeOAuth4WebAPI(t *testing.T) {
+	t.Parallel()
+	e2etest.RequireCommand(t, "node")
+	e2etest.RequireCommand(t, "npm")
+	s := startStack(t)
+	dir := npmCI(t)
+
+	es := newKey(t, "node-es256", jwa.ES256())
+	ed := newKey(t, "node-ed25519", jwa.EdDSA())
+	wrong := newKey(t, es.kid, jwa.ES256()) // the registered kid, another key
+	esID := s.keyClient(t, "node es256", es)
+	edID := s.keyClient(t, "node ed25519", ed)
+	basicID, basicSecret := s.secretClient(t, "node basic")
+	keys := t.TempDir()
+	sc := runScript(t, "node oauth4webapi", map[string]any{
+		"issuer": s.auth, "api": s.api,
+		"clients": []map[string]any{
+			{"name": "es256", "client_id": esID, "auth": "private_key_jwt", "jwk_file": es.privateJWKFile(t, keys), "wrong_jwk_file": wrong.privateJWKFile(t, keys)},
+			{"name": "ed25519", "client_id": edID, "auth": "private_key_jwt", "jwk_file": ed.privateJWKFile(t, keys)},
+			{"name": "basic", "client_id": basicID, "auth": "client_secret_basic", "client_secret": basicSecret},
+		},
+	}, dir, "node", "client.mjs")
+
+	sc.want(t, "", "discovery", `{"step":"discovery","issuer":"`+s.auth+`","token_endpoint":"`+s.auth+pathToken+`",
+		"revocation_endpoint":"`+s.auth+`/api/v1/oauth/revoke/",
+		"token_endpoint_auth_methods_supported":["client_secret_basic","client_secret_post","private_key_jwt"]}`, "ms")
+	for _, c := range []struct{ name, id, display string }{
+		{"es256", esID, "node es256"}, {"ed25519", edID, "node ed25519"}, {"basic", basicID, "node basic"},
+	} {
+		tok := sc.want(t, c.name, "token", `{"client":"`+c.name+`","step":"token","token_type":"bearer","expires_in":3600,"scope":"`+scope+`"}`, "access_token")
+		sc.wantMeLine(t, c.name, c.id, c.display, `{"client":"`+c.name+`","step":"me","status":200,"challenges":null,"www_authenticate":null,"cache_control":"no-store"}`)
+		sc.want(t, c.name, "revoke", `{"client":"`+c.name+`","step":"revoke","status":200,"cache_control":"no-store"}`)
+		sc.want(t, c.name, "me_after_revoke", `{"client":"`+c.name+`","step":"me_after_revoke","status":401,
+			"challenges":[{"scheme":"bearer","parameters":{"realm":"api","error":"invalid_token"}}],
+			"www_authenticate":"Bearer realm=\"api\", error=\"invalid_token\"","cache_control":"no-store",
+			"body":`+bodyInvalidToken+`}`)
+		sc.want(t, c.name, "me_new_token", `{"client":"`+c.name+`","step":"me_new_token","status":200,"new_token":true}`)
+		sc.step(t, c.name, "done")
+		// On the wire, from here: the revoked token stays dead.
+		access, _ := tok["access_token"].(string)
+		if !strings.HasPrefix(access, "svc_at_") {
+			t.Fatalf("%s: access token %q", c.name, access)
+		}
+		wantRefused(t, c.name+": the revoked token at /me", s.me(t, access))
+	}
+	sc.want(t, "es256", "token_wrong_key", `{"client":"es256","step":"token_wrong_key","status":401,"error":"invalid_client","error_description":"Client authentication failed"}`)
+	t.Logf("node oauth4webapi: %d clients in %v", 3, sc.took.Round(time.Millisecond))
+}
+
+// npmCI installs node/package-lock.json's exact packages with `npm ci`
+// into a temporary copy of node/ and returns its directory.
+func npmCI(t *testing.T) string {
+	t.Helper()
+	src := filepath.Join(e2etest.RepoRoot(t), "deploy", "e2e", "clients", "node")
+	dir := t.TempDir()
+	for _, f := range []string{"package.json", "package-lock.json", "client.mjs"} {
+		b, err := os.ReadFile(filepath.Join(src, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund")
+	cmd.Dir = dir
+	start := time.Now()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("npm ci: %v\n%s", err, out)
+	}
+	t.Logf("npm ci: %v", time.Since(start).Round(time.Millisecond))
+	return dir
+}
