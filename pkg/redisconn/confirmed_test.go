@@ -35,12 +35,7 @@ func TestConfirmedWritePlannedFailover(t *testing.T) {
 	if len(replicas) == 0 {
 		t.Fatal("no replica")
 	}
-	r := redis.NewClient(&redis.Options{Addr: replicas[0].Addr()})
-	defer r.Close()
-	if err := r.Do(ctx, "cluster", "failover").Err(); err != nil {
-		t.Fatalf("CLUSTER FAILOVER: %v", err)
-	}
-	cluster.WaitPromoted(t, replicas[:1], 15*time.Second)
+	cluster.PlannedFailover(t, replicas[0], 60*time.Second)
 	cmd, ack, err := incr()
 	if err != nil {
 		t.Fatalf("write after a planned failover: %v", err)

@@ -313,6 +313,32 @@ func (c *Cluster) WaitPromoted(t testing.TB, candidates []*Server, within time.D
 	return promoted, time.Now()
 }
 
+// PlannedFailover makes replica its primary's replacement by CLUSTER
+// FAILOVER (the coordinated failover an operator runs before maintenance)
+// and waits, within, until it is a primary of a cluster in state ok. A
+// manual failover the primary does not complete in 5 seconds (Redis's
+// CLUSTER_MF_TIMEOUT: a loaded machine delays the offset handshake) is
+// dropped by Redis, so it is asked again every 6 seconds.
+func (c *Cluster) PlannedFailover(t testing.TB, replica *Server, within time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	r := redis.NewClient(&redis.Options{Addr: replica.Addr()})
+	defer r.Close()
+	var asked time.Time
+	waitFor(t, within, "a planned failover to "+replica.Addr(), func() bool {
+		if infoField(ctx, replica, "replication", "role") == "master" && infoOf(ctx, replica, "CLUSTER INFO", "cluster_state") == "ok" {
+			return true
+		}
+		if time.Since(asked) > 6*time.Second {
+			if err := r.Do(ctx, "cluster", "failover").Err(); err != nil {
+				t.Logf("redistest: CLUSTER FAILOVER on %s: %v", replica.Addr(), err)
+			}
+			asked = time.Now()
+		}
+		return false
+	})
+}
+
 // ReplicasOf implements Topology.
 func (c *Cluster) ReplicasOf(t testing.TB, primary *Server) []*Server {
 	return replicasFromInfo(t, primary, c.byAddr)
