@@ -28,7 +28,7 @@ func TestNodeOAuth4WebAPI(t *testing.T) {
 
 	es := newKey(t, "node-es256", jwa.ES256())
 	ed := newKey(t, "node-ed25519", jwa.EdDSA())
-	wrong := newKey(t, es.kid, jwa.ES256()) // the registered kid, another key
+	wrong := newKey(t, es.KID, jwa.ES256()) // the registered kid, another key
 	esID := s.keyClient(t, "node es256", es)
 	edID := s.keyClient(t, "node ed25519", ed)
 	basicID, basicSecret := s.secretClient(t, "node basic")
@@ -36,8 +36,8 @@ func TestNodeOAuth4WebAPI(t *testing.T) {
 	sc := runScript(t, "node oauth4webapi", map[string]any{
 		"issuer": s.auth, "api": s.api,
 		"clients": []map[string]any{
-			{"name": "es256", "client_id": esID, "auth": "private_key_jwt", "jwk_file": es.privateJWKFile(t, keys), "wrong_jwk_file": wrong.privateJWKFile(t, keys)},
-			{"name": "ed25519", "client_id": edID, "auth": "private_key_jwt", "jwk_file": ed.privateJWKFile(t, keys)},
+			{"name": "es256", "client_id": esID, "auth": "private_key_jwt", "jwk_file": privateJWKFile(t, es, keys), "wrong_jwk_file": privateJWKFile(t, wrong, keys)},
+			{"name": "ed25519", "client_id": edID, "auth": "private_key_jwt", "jwk_file": privateJWKFile(t, ed, keys)},
 			{"name": "basic", "client_id": basicID, "auth": "client_secret_basic", "client_secret": basicSecret},
 		},
 	}, dir, "node", "client.mjs")

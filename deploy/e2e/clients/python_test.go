@@ -38,7 +38,7 @@ func TestPythonAuthlib(t *testing.T) {
 
 	rs := newKey(t, "py-rs256", jwa.RS256())
 	es := newKey(t, "py-es256", jwa.ES256())
-	wrong := newKey(t, es.kid, jwa.ES256()) // the registered kid, another key
+	wrong := newKey(t, es.KID, jwa.ES256()) // the registered kid, another key
 	rsID := s.keyClient(t, "python rs256", rs)
 	esID := s.keyClient(t, "python es256", es)
 	postID, postSecret := s.secretClient(t, "python post")
@@ -47,8 +47,8 @@ func TestPythonAuthlib(t *testing.T) {
 	sc := runScript(t, "python authlib", map[string]any{
 		"issuer": s.auth, "api": s.api,
 		"clients": []map[string]any{
-			{"name": "rs256", "client_id": rsID, "auth": "private_key_jwt", "jwk_file": rs.privateJWKFile(t, keys)},
-			{"name": "es256", "client_id": esID, "auth": "private_key_jwt", "alg": "ES256", "jwk_file": es.privateJWKFile(t, keys), "wrong_jwk_file": wrong.privateJWKFile(t, keys)},
+			{"name": "rs256", "client_id": rsID, "auth": "private_key_jwt", "jwk_file": privateJWKFile(t, rs, keys)},
+			{"name": "es256", "client_id": esID, "auth": "private_key_jwt", "alg": "ES256", "jwk_file": privateJWKFile(t, es, keys), "wrong_jwk_file": privateJWKFile(t, wrong, keys)},
 			{"name": "post", "client_id": postID, "auth": "client_secret_post", "client_secret": postSecret},
 		},
 	}, dir, debianPython, "client.py")

@@ -6,13 +6,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto"
-	"crypto/ecdsa"
-	"crypto/ed25519"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/rsa"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -29,9 +22,9 @@ import (
 
 	"github.com/lestrrat-go/jwx/v3/jwa"
 	"github.com/lestrrat-go/jwx/v3/jwk"
-	"github.com/lestrrat-go/jwx/v3/jws"
 
 	"github.com/partnerapi/authplatform/deploy/e2e/e2etest"
+	"github.com/partnerapi/authplatform/pkg/clients/assertiontest"
 	"github.com/partnerapi/authplatform/pkg/redisconn"
 	"github.com/partnerapi/authplatform/pkg/redistest"
 )
@@ -161,49 +154,29 @@ func (s *stack) jwksFile(t *testing.T, keys ...partnerKey) string {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if _, err := f.Write(publicJWKS(t, keys...)); err != nil {
+	if _, err := f.Write(assertiontest.JWKS(t, keys...)); err != nil {
 		t.Fatal(err)
 	}
 	return f.Name()
 }
 
-// partnerKey is a partner's key pair: the private key signs assertions, the
-// public JWK is registered with the CLI.
-type partnerKey struct {
-	kid  string
-	alg  jwa.SignatureAlgorithm
-	priv crypto.Signer
-}
+// partnerKey is a partner's key pair (pkg/clients/assertiontest): the
+// private key signs assertions, the public JWK is registered with the CLI.
+type partnerKey = assertiontest.Key
 
 func newKey(t *testing.T, kid string, alg jwa.SignatureAlgorithm) partnerKey {
-	t.Helper()
-	var priv crypto.Signer
-	var err error
-	switch alg {
-	case jwa.ES256():
-		priv, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	case jwa.RS256():
-		priv, err = rsa.GenerateKey(rand.Reader, 2048)
-	case jwa.EdDSA():
-		_, priv, err = ed25519.GenerateKey(rand.Reader)
-	default:
-		t.Fatalf("no key for %s", alg)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return partnerKey{kid: kid, alg: alg, priv: priv}
+	return assertiontest.NewKey(t, kid, alg)
 }
 
 // privateJWK is the private JWK of k with its kid and alg (RFC 7517).
-func (k partnerKey) privateJWK(t *testing.T) []byte {
+func privateJWK(t *testing.T, k partnerKey) []byte {
 	t.Helper()
-	key, err := jwk.Import(k.priv)
+	key, err := jwk.Import(k.Signer)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = key.Set(jwk.KeyIDKey, k.kid)
-	_ = key.Set(jwk.AlgorithmKey, k.alg.String())
+	_ = key.Set(jwk.KeyIDKey, k.KID)
+	_ = key.Set(jwk.AlgorithmKey, k.Alg.String())
 	b, err := json.Marshal(key)
 	if err != nil {
 		t.Fatal(err)
@@ -212,54 +185,24 @@ func (k partnerKey) privateJWK(t *testing.T) []byte {
 }
 
 // privateJWKFile writes k's private JWK to a file of dir.
-func (k partnerKey) privateJWKFile(t *testing.T, dir string) string {
+func privateJWKFile(t *testing.T, k partnerKey, dir string) string {
 	t.Helper()
 	f, err := os.CreateTemp(dir, "private-*.json")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if _, err := f.Write(k.privateJWK(t)); err != nil {
+	if _, err := f.Write(privateJWK(t, k)); err != nil {
 		t.Fatal(err)
 	}
 	return f.Name()
-}
-
-// publicJWKS is the public JWK set of keys.
-func publicJWKS(t *testing.T, keys ...partnerKey) []byte {
-	t.Helper()
-	set := jwk.NewSet()
-	for _, k := range keys {
-		pub, err := jwk.Import(k.priv.Public())
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = pub.Set(jwk.KeyIDKey, k.kid)
-		_ = set.AddKey(pub)
-	}
-	b, err := json.Marshal(set)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // assertion is a client assertion of client id for the token service
 // (RFC 7523 section 3): aud its issuer, exp a minute ahead, a fresh jti.
 func (s *stack) assertion(t *testing.T, k partnerKey, id string) string {
 	t.Helper()
-	now := time.Now()
-	jti := make([]byte, 16)
-	_, _ = rand.Read(jti)
-	payload, _ := json.Marshal(map[string]any{"iss": id, "sub": id, "aud": s.auth, "iat": now.Unix(),
-		"exp": now.Add(time.Minute).Unix(), "jti": base64.RawURLEncoding.EncodeToString(jti)})
-	h := jws.NewHeaders()
-	_ = h.Set(jws.KeyIDKey, k.kid)
-	b, err := jws.Sign(payload, jws.WithKey(k.alg, k.priv, jws.WithProtectedHeaders(h)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	return k.Assertion(t, id, s.auth)
 }
 
 // answer is an HTTP answer, its body read.
@@ -322,7 +265,7 @@ func (s *stack) basicToken(t *testing.T, id, secret string) string {
 func (s *stack) keyToken(t *testing.T, k partnerKey, id string) string {
 	t.Helper()
 	a, tok := s.token(t, assertionForm(s.assertion(t, k, id)))
-	wantStatus(t, "token with an assertion by "+k.kid, a, http.StatusOK)
+	wantStatus(t, "token with an assertion by "+k.KID, a, http.StatusOK)
 	return tok
 }
 
