@@ -52,6 +52,8 @@ type serveConfig struct {
 	// JWKS: what clients' jwks_uri may be (tokenserver.JWKSPolicy).
 	JWKS     tokenserver.JWKSPolicy
 	MaxConns int // 0: httpserver.DefaultMaxConns (from RLIMIT_NOFILE)
+	// AutoPipeline: clients.Store.UseAutoPipeline for the token service.
+	AutoPipeline bool
 }
 
 func (c serveConfig) Validate() error {
@@ -105,6 +107,8 @@ func serveCommand(fs *flag.FlagSet, env cli.Env) cli.Action {
 		"fetch private_key_jwt clients' jwks_uri over plain http too, not only https (env JWKS_URL_ALLOW_HTTP=true)")
 	fs.BoolVar(&cfg.JWKS.AllowPrivate, "jwks-url-allow-private", getenv("JWKS_URL_ALLOW_PRIVATE") == "true",
 		"let a jwks_uri resolve to loopback, private or link-local addresses (env JWKS_URL_ALLOW_PRIVATE=true)")
+	fs.BoolVar(&cfg.AutoPipeline, "redis-autopipeline", getenv("REDIS_AUTOPIPELINE") == "true",
+		"send the per-request Redis scripts through go-redis's automatic pipelining (env REDIS_AUTOPIPELINE=true)")
 	maxConns := fs.String("max-conns", getenv("MAX_CONNS"), "connections served at once (env MAX_CONNS; default: from the open file limit)")
 	return func(ctx context.Context, _ []string) error {
 		if cfg.RedisURL == "" {
@@ -144,6 +148,11 @@ func serve(ctx context.Context, cfg serveConfig, env cli.Env) error {
 	trust, _ := clientip.ParseTrust(cfg.TrustedProxies)
 	prefix := env.Getenv("REDIS_KEY_PREFIX")
 	registry := clients.NewStore(rdb, prefix, nil)
+	if cfg.AutoPipeline {
+		if err := registry.UseAutoPipeline(); err != nil {
+			return err
+		}
+	}
 	h, err := tokenserver.NewServer(logger, tokenserver.Config{Issuer: cfg.Issuer, Audience: cfg.Audience, Trust: trust,
 		AcceptLegacySecrets: cfg.AcceptLegacySecrets, JWKS: cfg.JWKS},
 		tokenserver.Deps{

@@ -42,6 +42,7 @@ type config struct {
 	LogLevel       string // --log-level, LOG_LEVEL: debug, info, warn or error
 	BaseURL        string // --base-url, BASE_URL: public address written into the documentation
 	MaxConnsFlag   string // --max-conns, MAX_CONNS: connections served at once ("": from the open file limit)
+	AutoPipeline   bool   // --redis-autopipeline, REDIS_AUTOPIPELINE=true: pipeline the per-request scripts (clients.Store.UseAutoPipeline)
 }
 
 // declareFlags binds serve's flags to cfg, with defaults from the
@@ -60,6 +61,7 @@ func (cfg *config) declareFlags(fs *flag.FlagSet, getenv func(string) string) (f
 	fs.StringVar(&cfg.LogLevel, "log-level", env("LOG_LEVEL", "info"), "debug, info, warn or error (env LOG_LEVEL)")
 	fs.StringVar(&cfg.BaseURL, "base-url", env("BASE_URL", ""), "public base URL written into the documentation ({base_url}) and its links; empty: derived from each request (env BASE_URL)")
 	fs.StringVar(&cfg.MaxConnsFlag, "max-conns", env("MAX_CONNS", ""), "connections served at once; default from the open file limit (env MAX_CONNS)")
+	fs.BoolVar(&cfg.AutoPipeline, "redis-autopipeline", getenv("REDIS_AUTOPIPELINE") == "true", "send the per-request Redis scripts through go-redis's automatic pipelining (env REDIS_AUTOPIPELINE=true)")
 	return func() {
 		if cfg.RedisURL == "" {
 			cfg.RedisURL = env("REDIS_URL", redisconn.DefaultURL)

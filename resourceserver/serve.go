@@ -77,12 +77,18 @@ func serve(ctx context.Context, cfg *config, env cli.Env) error {
 	if err != nil {
 		return err
 	}
+	registry := clients.NewStore(rdb, cfg.KeyPrefix, nil)
+	if cfg.AutoPipeline {
+		if err := registry.UseAutoPipeline(); err != nil {
+			return err
+		}
+	}
 	handler, err := api.NewServer(logger, api.Config{
 		Issuer:   cfg.Issuer,
 		Audience: cfg.Audience,
 		Trust:    cfg.trust(),
 	}, api.Deps{
-		Registry: clients.NewStore(rdb, cfg.KeyPrefix, nil),
+		Registry: registry,
 		Keys:     withdrawals.Filter(keys),
 		Docs:     docs,
 		Ready:    func(ctx context.Context) error { return redisconn.Ready(ctx, rdb, time.Second) },

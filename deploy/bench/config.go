@@ -40,6 +40,8 @@ type config struct {
 	// LogLevel is the servers' LOG_LEVEL ("": their default, info); their
 	// logs go to files in the work directory.
 	LogLevel string
+	// AutoPipeline runs both servers with REDIS_AUTOPIPELINE=true.
+	AutoPipeline bool
 	// Install lets the harness apt-get install a missing wrk or redis-server.
 	Install bool
 	// Keep leaves the work directory (logs, data files) in place.
@@ -72,6 +74,7 @@ func parseConfig(args []string) (config, error) {
 	fs.StringVar(&cfg.AuthserverBin, "authserver-bin", "", "prebuilt authserver to measure (default: build ./authserver)")
 	fs.StringVar(&cfg.ResourceserverBin, "resourceserver-bin", "", "prebuilt resourceserver to measure (default: build ./resourceserver)")
 	fs.StringVar(&cfg.LogLevel, "log-level", "", "the servers' LOG_LEVEL (default: theirs, info)")
+	fs.BoolVar(&cfg.AutoPipeline, "autopipeline", false, "run both servers with REDIS_AUTOPIPELINE=true (the per-request scripts automatically pipelined)")
 	fs.BoolVar(&cfg.Install, "install", false, "apt-get install wrk and redis-server when missing")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the work directory (logs, wrk scripts and data)")
 	fs.BoolVar(&cfg.Quick, "quick", false, "CI setting: "+quickSummary())

@@ -79,7 +79,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Sprintf("Load: wrk, %d connections over %d threads, %s per run after %s of warm-up, %d repetition(s), interleaved; spread over up to %s clients (tokens fetched beforehand)",
 			cfg.Concurrency, cfg.Threads, wholeSeconds(cfg.Duration), wholeSeconds(cfg.Warmup), cfg.Reps, fmtInt(int64(cfg.LoadClients))),
 		"Command: " + commandLine(args),
-		"Servers: authserver, resourceserver and ceiling as separate processes on 127.0.0.1, LOG_LEVEL=" + cmp.Or(cfg.LogLevel, "(default: info)") + ", logs to files; one redis-server without persistence; wrk on the same machine",
+		"Servers: authserver, resourceserver and ceiling as separate processes on 127.0.0.1, LOG_LEVEL=" + cmp.Or(cfg.LogLevel, "(default: info)") + ", REDIS_AUTOPIPELINE=" + strconv.FormatBool(cfg.AutoPipeline) + ", logs to files; one redis-server without persistence; wrk on the same machine",
 	}}
 	emptyRedis, err := usedMemory(ctx, st.rdb)
 	if err != nil {
@@ -212,6 +212,9 @@ func (s *stack) start(ctx context.Context) error {
 	// production, never in the way of another run's; no admin API (its
 	// default port would be).
 	env := []string{"REDIS_URL=" + s.redisURL, "METRICS_ADDR=127.0.0.1:0", "ADMIN_ADDR=off"}
+	if s.cfg.AutoPipeline {
+		env = append(env, "REDIS_AUTOPIPELINE=true")
+	}
 	if s.cfg.LogLevel != "" {
 		env = append(env, "LOG_LEVEL="+s.cfg.LogLevel)
 	}

@@ -80,7 +80,7 @@ func (s *Store) AdmitAPI(ctx context.Context, t TokenRef, now func() time.Time) 
 	if !ValidClientID(t.ClientID) {
 		return APIAdmission{Outcome: Dead}, nil
 	}
-	r, err := admitAPIScript.Run(ctx, s.rdb, []string{s.clientKey(t.ClientID), s.apiLogKey(t.ClientID), s.revokedTokenKey(t.ClientID, t.ID)},
+	r, err := admitAPIScript.Run(ctx, s.hot, []string{s.clientKey(t.ClientID), s.apiLogKey(t.ClientID), s.revokedTokenKey(t.ClientID, t.ID)},
 		t.Generation, ratelimit.NowArg(now), Window.Milliseconds(), t.SecretID, t.ExpiresAt).Slice()
 	if err != nil {
 		return APIAdmission{}, unavailable("admit API request", err)

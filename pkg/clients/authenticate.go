@@ -274,7 +274,7 @@ func (s *Store) Authenticate(ctx context.Context, a Attempt) (Authentication, er
 	if c := a.Check; c != nil && c.ClientID == a.ClientID {
 		checkKey, checkSID, checkExp = s.revokedTokenKey(a.ClientID, c.ID), strconv.FormatInt(c.SecretID, 10), c.ExpiresAt
 	}
-	r, err := authenticateScript.Run(ctx, s.rdb,
+	r, err := authenticateScript.Run(ctx, s.hot,
 		[]string{s.clientKey(a.ClientID), s.tokenLogKey(a.ClientID), s.failureLogKey(a.ClientID, a.Address),
 			s.failureTagsKey(a.ClientID, a.Address), s.repeatLogKey(a.ClientID, a.Address), checkKey, jtiKey},
 		raw, hexd, mode, want, ratelimit.NowArg(a.Now), Window.Milliseconds(),

@@ -49,6 +49,26 @@ func TestStore(t *testing.T) {
 				return store, b.Client, prefix
 			})
 		})
+		// The per-request scripts through go-redis's automatic pipelining
+		// (REDIS_AUTOPIPELINE) behave alike, on a node and on Cluster.
+		if b.Name != "redis" && b.Name != "cluster" {
+			continue
+		}
+		t.Run(b.Name+"-autopipeline", func(t *testing.T) {
+			conf, err := redisconn.ConfirmationOf(b.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			runStoreSuite(t, func(t *testing.T, now func() time.Time) (*clients.Store, redis.UniversalClient, string) {
+				prefix := redistest.Prefix(t, b.Client)
+				store := clients.NewStore(b.Client, prefix, now)
+				store.ConfirmWrites(conf)
+				if err := store.UseAutoPipeline(); err != nil {
+					t.Fatal(err)
+				}
+				return store, b.Client, prefix
+			})
+		})
 	}
 }
 

@@ -1,0 +1,101 @@
+package clients_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/redisconn"
+	"github.com/partnerapi/authplatform/pkg/redistest"
+)
+
+// TestAutoPipelineDroppedConnections: with the per-request scripts
+// automatically pipelined, connections killed under load (CLIENT KILL, a
+// Redis of the test's own) fail at most their batches: every request ends
+// within the command budget, either admitted or with an error the servers
+// answer 503 (clients.IsUnavailable), requests after the kills are admitted
+// again, and the limit never counts fewer requests than were admitted
+// (go-redis retries a batch whose connection broke: a script that had run
+// before the break counts its request twice, as it does without
+// pipelining; a limit errs on the strict side).
+func TestAutoPipelineDroppedConnections(t *testing.T) {
+	srv := redistest.StartServer(t)
+	rdb, err := redisconn.Open(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rdb.Close() })
+	store := clients.NewStore(rdb, "", nil)
+	if err := store.UseAutoPipeline(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := store.CreateOrg(ctx, clients.OrgSpec{Slug: "acme", Name: "Acme", Environment: clients.EnvironmentLive}); err != nil {
+		t.Fatal(err)
+	}
+	c, _, err := store.CreateClient(ctx, clients.ClientSpec{OrgSlug: "acme", Name: "load", Audience: clients.AudiencePharma, RateLimitPerMinute: clients.MaxRateLimitPerMinute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := clients.TokenRef{ClientID: c.ID, Generation: 1, SecretID: 1, ID: "jti", ExpiresAt: time.Now().Add(time.Hour).Unix()}
+
+	killer := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = killer.Close() })
+	var admitted, failed atomic.Int64
+	var slowest atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				start := time.Now()
+				a, err := store.AdmitAPI(ctx, ref, nil)
+				if d := int64(time.Since(start)); d > slowest.Load() {
+					slowest.Store(d)
+				}
+				switch {
+				case err == nil && a.Outcome == clients.Admitted:
+					admitted.Add(1)
+				case err != nil && clients.IsUnavailable(err):
+					failed.Add(1)
+				default:
+					t.Errorf("AdmitAPI = %+v, %v; want admitted or unavailable", a, err)
+					return
+				}
+			}
+		}()
+	}
+	// Kill every other client's connection 20 times, 25 ms apart.
+	for range 20 {
+		time.Sleep(25 * time.Millisecond)
+		if err := killer.Do(ctx, "client", "kill", "type", "normal", "skipme", "yes").Err(); err != nil {
+			t.Fatalf("CLIENT KILL: %v", err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	t.Logf("under 20 connection kills: %d admitted, %d failed (503), slowest %v", admitted.Load(), failed.Load(), time.Duration(slowest.Load()))
+	if max := redisconn.DefaultCommandBudget + time.Second; time.Duration(slowest.Load()) > max {
+		t.Errorf("a request took %v, more than %v", time.Duration(slowest.Load()), max)
+	}
+	a, err := store.AdmitAPI(ctx, ref, nil)
+	if err != nil || a.Outcome != clients.Admitted {
+		t.Fatalf("after the kills: %+v, %v", a, err)
+	}
+	t.Logf("the window counts %d requests; %d were admitted", a.Decision.Count, admitted.Load()+1)
+	if a.Decision.Count < admitted.Load()+1 {
+		t.Errorf("the window counts %d requests, fewer than the %d admitted", a.Decision.Count, admitted.Load()+1)
+	}
+}
