@@ -187,6 +187,10 @@ func testWindowProperty(t *testing.T, perBackend map[string]int) {
 			for i := range cases {
 				refused += runWindowCase(t, rdb, fmt.Sprintf("%sk%d", prefix, i), randomCase(r))
 			}
+			// And one schedule that reaches its limit whatever the seed
+			// (a few random cases may all stay under theirs).
+			refused += runWindowCase(t, rdb, prefix+"k-limit-1", windowCase{limit: 1, window: time.Minute,
+				start: time.UnixMilli(1_900_000_000_000), steps: 200, seed: seed})
 			// The schedules must reach the limits, or the refusals go unchecked.
 			if refused == 0 {
 				t.Fatalf("no refusal in %d cases", cases)
