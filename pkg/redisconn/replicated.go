@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -309,23 +311,47 @@ func connectionError(err error) bool {
 	return true
 }
 
-// Ready checks, within timeout, that Redis answers this client: the node,
-// the Sentinel-managed primary, or a primary of a Cluster (PING routed as
-// any command, on the client's current slot map). It does not require every
-// Cluster primary: a shard that is down fails only its own clients'
-// requests (503 each), and reporting every server unready for it would make
-// the edge drop them all, a total outage. Nor does it wait for a reload of
-// the slot map: that asks a random node, and a frozen replica would hold it
-// (and with it readiness) for the whole timeout (seen in
-// TestReplicaNotConfirmed). A failed check refreshes the map in the
-// background.
+// Ready checks, within timeout, that every part of Redis this client needs
+// answers: the node, the Sentinel-managed primary, or every primary of a
+// Cluster. Its error names the shards that do not answer: a Cluster with
+// one shard down can still serve the clients of the other shards, but not
+// all of them.
+//
+// On a Cluster, go-redis reloads the slot map before it lists the primaries,
+// asking a random node; a frozen node (a stopped replica) would hold that
+// reload, and with it every ping, for the whole timeout, and report every
+// primary down (seen in TestReplicaNotConfirmed: the edge then dropped every
+// server). So the reload gets half the time, after which the current map is
+// used, and the pings get the whole timeout.
 func Ready(ctx context.Context, rdb redis.UniversalClient, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	pingCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	err := rdb.Ping(ctx).Err()
-	if cc, ok := rdb.(*redis.ClusterClient); ok && err != nil {
-		cc.ReloadState(ctx)
-		return fmt.Errorf("redis cluster: %w", err)
+	cc, ok := rdb.(*redis.ClusterClient)
+	if !ok {
+		return rdb.Ping(pingCtx).Err()
 	}
-	return err
+	reloadCtx, cancelReload := context.WithTimeout(ctx, timeout/2)
+	defer cancelReload()
+	var (
+		mu   sync.Mutex
+		down []string
+	)
+	err := cc.ForEachMaster(reloadCtx, func(_ context.Context, node *redis.Client) error {
+		if err := node.Ping(pingCtx).Err(); err != nil {
+			mu.Lock()
+			down = append(down, node.Options().Addr)
+			mu.Unlock()
+		}
+		return nil
+	})
+	if err != nil {
+		cc.ReloadState(pingCtx)
+		return err
+	}
+	if len(down) > 0 {
+		cc.ReloadState(pingCtx)
+		slices.Sort(down)
+		return fmt.Errorf("redis cluster: primary %s does not answer", strings.Join(down, ", "))
+	}
+	return nil
 }
