@@ -1,7 +1,6 @@
 package tokenserver
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -313,11 +312,10 @@ func (k *assertionKeys) fetch(ctx context.Context, uri string) (jwk.Set, error) 
 	if err != nil {
 		return nil, err
 	}
-	raw, err := json.Marshal(set)
-	if err != nil {
+	if err := clients.CheckKeys(set); err != nil {
 		return nil, err
 	}
-	return clients.CheckKeySet(bytes.TrimSpace(raw))
+	return set, nil
 }
 
 // checkAssertion verifies a client assertion against the client's keys

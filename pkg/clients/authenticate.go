@@ -265,10 +265,11 @@ func (s *Store) Authenticate(ctx context.Context, a Attempt) (Authentication, er
 		version = as.KeysVersion
 		jtiKey += jtiMark(as.JTI)
 		// Kept a second past the assertion's exp (rounded down to seconds).
-		jtiTTL = max(time.Until(as.Expires).Milliseconds()+1000, 1)
+		now := time.Now
 		if a.Now != nil {
-			jtiTTL = max(as.Expires.Sub(a.Now()).Milliseconds()+1000, 1)
+			now = a.Now
 		}
+		jtiTTL = max(as.Expires.Sub(now()).Milliseconds()+1000, 1)
 	}
 	checkKey, checkSID, checkExp := s.revokedTokenKey(a.ClientID, ""), "", int64(0)
 	if c := a.Check; c != nil && c.ClientID == a.ClientID {

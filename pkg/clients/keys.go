@@ -92,8 +92,18 @@ func CheckKeySet(data []byte) (jwk.Set, error) {
 	if err != nil {
 		return nil, fmt.Errorf("keys: not a JWK set: %w", err)
 	}
+	if err := CheckKeys(set); err != nil {
+		return nil, err
+	}
+	return set, nil
+}
+
+// CheckKeys reports every problem of a parsed JWK set of public signing
+// keys (see ClientKeySource.JWKS): what CheckKeySet checks once parsed, and
+// what the token service checks of a set fetched from a jwks_uri.
+func CheckKeys(set jwk.Set) error {
 	if set.Len() == 0 || set.Len() > MaxClientKeys {
-		return nil, fmt.Errorf("keys: %d keys: give 1 to %d", set.Len(), MaxClientKeys)
+		return fmt.Errorf("keys: %d keys: give 1 to %d", set.Len(), MaxClientKeys)
 	}
 	var errs []error
 	seen := map[string]bool{}
@@ -126,10 +136,7 @@ func CheckKeySet(data []byte) (jwk.Set, error) {
 			errs = append(errs, fmt.Errorf("%s: \"alg\" %q: must be one of %v for this key", name, alg.String(), fits))
 		}
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	return set, nil
+	return errors.Join(errs...)
 }
 
 // KeyAlgorithms lists the AssertionAlgorithms that key can verify (none
