@@ -129,7 +129,11 @@ func serve(ctx context.Context, cfg serveConfig, env cli.Env) error {
 	if err := cfg.Validate(); err != nil {
 		return cli.AsUsage(err)
 	}
-	logger, err := logging.New(env.Stderr, cfg.LogLevel)
+	// The access log's records share write(2)s under load (BatchWriter);
+	// what is pending is written before serve returns.
+	logs := logging.NewBatchWriter(env.Stderr)
+	defer logs.Close()
+	logger, err := logging.New(logs, cfg.LogLevel)
 	if err != nil {
 		return cli.AsUsage(err)
 	}

@@ -1,0 +1,165 @@
+package logging_test
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/partnerapi/authplatform/pkg/logging"
+)
+
+// lockedBuffer is a writer that records every write it gets.
+type lockedBuffer struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	writes int
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.writes++
+	return l.buf.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// Every record arrives whole and in order, each writer's records in the
+// order it wrote them, and Close leaves nothing behind.
+func TestBatchWriterKeepsEveryRecordInOrder(t *testing.T) {
+	var out lockedBuffer
+	b := logging.NewBatchWriter(&out)
+	const writers, each = 8, 2000
+	var mu sync.Mutex // as slog's handler serialises its writes
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				mu.Lock()
+				_, err := fmt.Fprintf(b, "w%d %d\n", w, i)
+				mu.Unlock()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(lines) != writers*each {
+		t.Fatalf("%d lines, want %d", len(lines), writers*each)
+	}
+	next := make([]int, writers)
+	for _, l := range lines {
+		var w, i int
+		if _, err := fmt.Sscanf(l, "w%d %d", &w, &i); err != nil {
+			t.Fatalf("line %q: %v", l, err)
+		}
+		if i != next[w] {
+			t.Fatalf("writer %d: record %d after %d", w, i, next[w]-1)
+		}
+		next[w]++
+	}
+	t.Logf("%d records in %d writes", len(lines), out.writes)
+	// After Close, records are written directly.
+	fmt.Fprintf(b, "late\n")
+	if !strings.HasSuffix(out.String(), "late\n") {
+		t.Error("a record written after Close was not written")
+	}
+	if err := b.Close(); err != nil {
+		t.Error(err)
+	}
+}
+
+// An idle writer writes a record on its own, without waiting for more.
+func TestBatchWriterWritesAtOnceWhenIdle(t *testing.T) {
+	r, w := io.Pipe()
+	b := logging.NewBatchWriter(w)
+	defer b.Close()
+	defer r.Close()
+	got := make(chan string, 1)
+	go func() {
+		p := make([]byte, 64)
+		n, _ := r.Read(p)
+		got <- string(p[:n])
+	}()
+	fmt.Fprintf(b, "one\n")
+	select {
+	case s := <-got:
+		if s != "one\n" {
+			t.Errorf("read %q", s)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("an idle writer held its record")
+	}
+}
+
+// While the output blocks, records are held up to a bound, then Write
+// blocks too; when the output drains, everything arrives.
+func TestBatchWriterBlocksWhenTheOutputDoes(t *testing.T) {
+	r, w := io.Pipe()
+	b := logging.NewBatchWriter(w)
+	line := strings.Repeat("x", 1023) + "\n"
+	wrote := make(chan int)
+	go func() {
+		n := 0
+		for range 3000 { // 3 MiB, three times the bound
+			if _, err := io.WriteString(b, line); err != nil {
+				break
+			}
+			n++
+			select {
+			case wrote <- n:
+			default:
+			}
+		}
+		close(wrote)
+	}()
+	// Nobody reads: the writer stops well before its 3,000 records.
+	time.Sleep(200 * time.Millisecond)
+	last := 0
+	for {
+		select {
+		case n, ok := <-wrote:
+			if !ok {
+				t.Fatal("3 MiB handed over to an output that blocks")
+			}
+			last = n
+			continue
+		default:
+		}
+		break
+	}
+	if last > 1100 {
+		t.Errorf("%d records of 1 KiB taken while the output blocked; want about 1,024", last)
+	}
+	var total int
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		n, _ := io.Copy(io.Discard, r)
+		total = int(n)
+	}()
+	for range wrote {
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	<-done
+	if total != 3000*len(line) {
+		t.Errorf("%d bytes arrived, want %d", total, 3000*len(line))
+	}
+}
