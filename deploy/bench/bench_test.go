@@ -84,6 +84,59 @@ func TestQuickRun(t *testing.T) {
 	}
 }
 
+// TestQuickCluster runs the harness on a Redis Cluster of 3 primaries
+// (--quick --redis-cluster 3, the me scenario and its ceiling on a
+// registry of 100 clients) and expects successful requests only, the
+// topology in the header and each primary's share of the Redis CPU.
+func TestQuickCluster(t *testing.T) {
+	for _, tl := range requiredTools {
+		if _, err := exec.LookPath(tl.command); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("%s is not installed (CI=true): apt-get install -y %s", tl.command, tl.pkg)
+			}
+			t.Skipf("%s is not installed: apt-get install -y %s", tl.command, tl.pkg)
+		}
+	}
+	redistest.Long(t) // about 20 s
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	err := run(ctx, []string{"bench", "--quick", "--redis-cluster", "3", "--clients", "100", "--scenarios", "redis,me"}, os.Getenv, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("run: %v\nstderr:\n%s", err, stderr.String())
+	}
+	out := stdout.String()
+	if !strings.Contains(out, "Redis Cluster: 3 primaries x 0 replicas, no persistence") {
+		t.Errorf("no topology line")
+	}
+	table := section(out, "## Results", "## Targets")
+	for _, sc := range []string{scRedis, scMe} {
+		row := findRow(table, scenarioLabels[sc], "100")
+		if row == nil || len(row) != 14 {
+			t.Errorf("%s: row %q", sc, row)
+			continue
+		}
+		if row[2] == "0" || row[6] != "0" || row[7] != "0" {
+			t.Errorf("%s: %s req/s, %s non-2xx, %s socket errors; want some, none, none", sc, row[2], row[6], row[7])
+		}
+	}
+	nodes := section(out, "### Redis CPU/req per node", "\nErrors")
+	row := findRow(nodes, "me", "100")
+	if len(row) != 6 {
+		t.Errorf("per-node row of me: %q, want 3 nodes", row)
+	} else {
+		for _, c := range row[3:] {
+			if c == "0 µs" {
+				t.Errorf("a primary took no share of /me's load: %q", row)
+			}
+		}
+	}
+	if t.Failed() {
+		t.Logf("report:\n%s\nstderr:\n%s", out, stderr.String())
+	}
+}
+
 // section is the text of s from the line starting with from up to the one
 // starting with to.
 func section(s, from, to string) string {

@@ -42,6 +42,10 @@ type config struct {
 	LogLevel string
 	// AutoPipeline runs both servers with REDIS_AUTOPIPELINE=true.
 	AutoPipeline bool
+	// RedisCluster is the number of primaries of a Redis Cluster to run
+	// instead of the single redis-server (0: the single node), each with
+	// RedisClusterReplicas replicas.
+	RedisCluster, RedisClusterReplicas int
 	// Install lets the harness apt-get install a missing wrk or redis-server.
 	Install bool
 	// Keep leaves the work directory (logs, data files) in place.
@@ -75,6 +79,8 @@ func parseConfig(args []string) (config, error) {
 	fs.StringVar(&cfg.ResourceserverBin, "resourceserver-bin", "", "prebuilt resourceserver to measure (default: build ./resourceserver)")
 	fs.StringVar(&cfg.LogLevel, "log-level", "", "the servers' LOG_LEVEL (default: theirs, info)")
 	fs.BoolVar(&cfg.AutoPipeline, "autopipeline", false, "run both servers with REDIS_AUTOPIPELINE=true (the per-request scripts automatically pipelined)")
+	fs.IntVar(&cfg.RedisCluster, "redis-cluster", 0, "run a Redis Cluster of this many primaries instead of one redis-server (0: one node)")
+	fs.IntVar(&cfg.RedisClusterReplicas, "redis-cluster-replicas", 0, "replicas per primary of --redis-cluster")
 	fs.BoolVar(&cfg.Install, "install", false, "apt-get install wrk and redis-server when missing")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the work directory (logs, wrk scripts and data)")
 	fs.BoolVar(&cfg.Quick, "quick", false, "CI setting: "+quickSummary())
@@ -171,6 +177,15 @@ func (c config) Validate() error {
 	}
 	if c.LoadClients < 1 {
 		errs = append(errs, errors.New("--load-clients must be at least 1"))
+	}
+	if c.RedisCluster < 0 || c.RedisCluster > 64 {
+		errs = append(errs, errors.New("--redis-cluster must be 0-64"))
+	}
+	if c.RedisClusterReplicas < 0 || c.RedisClusterReplicas > 5 {
+		errs = append(errs, errors.New("--redis-cluster-replicas must be 0-5"))
+	}
+	if c.RedisClusterReplicas > 0 && c.RedisCluster == 0 {
+		errs = append(errs, errors.New("--redis-cluster-replicas needs --redis-cluster"))
 	}
 	for i, n := range c.Sizes {
 		if n < 1 || n > 1_000_000 {

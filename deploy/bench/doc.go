@@ -1,5 +1,5 @@
 // Command bench is the load harness of the platform: on one machine and in
-// one run it starts a real redis-server on a free port, builds and starts
+// one run it starts a real redis-server on a free port (or a Redis Cluster), builds and starts
 // the authserver, the resourceserver and a ceiling server (package
 // ceiling: a bare Gin handler and a Gin handler making one Redis round
 // trip), creates clients with rate limits high enough never to refuse, and
@@ -19,6 +19,17 @@
 //
 //	go run ./deploy/bench [--concurrency 64] [--duration 20s] [--reps 3]
 //	                      [--clients 1,100000] [--out FILE] [--quick]
+//	                      [--autopipeline] [--redis-cluster N [--redis-cluster-replicas R]]
+//
+// --redis-cluster N runs a Redis Cluster of N primaries instead of the one
+// redis-server (0, the default: one node), each with R replicas
+// (--redis-cluster-replicas): N x (1 + R) redis-servers in cluster mode on
+// free loopback ports, without persistence, joined and given the 16384
+// slots evenly through go-redis (CLUSTER MEET, ADDSLOTSRANGE, REPLICATE),
+// used once every node reports cluster_state:ok and every replica is in
+// sync. The servers, the ceiling and the seeding get a redis+cluster://
+// URL. Redis CPU per request is then the sum over every node; the report
+// names the topology and adds each node's CPU per request.
 //
 // The report also lists every run with its "machine share", the fraction
 // of the machine's CPU that the server, Redis and wrk got: on a shared

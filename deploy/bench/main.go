@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/partnerapi/authplatform/pkg/clients"
 )
@@ -79,8 +80,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Sprintf("Load: wrk, %d connections over %d threads, %s per run after %s of warm-up, %d repetition(s), interleaved; spread over up to %s clients (tokens fetched beforehand)",
 			cfg.Concurrency, cfg.Threads, wholeSeconds(cfg.Duration), wholeSeconds(cfg.Warmup), cfg.Reps, fmtInt(int64(cfg.LoadClients))),
 		"Command: " + commandLine(args),
-		"Servers: authserver, resourceserver and ceiling as separate processes on 127.0.0.1, LOG_LEVEL=" + cmp.Or(cfg.LogLevel, "(default: info)") + ", REDIS_AUTOPIPELINE=" + strconv.FormatBool(cfg.AutoPipeline) + ", logs to files; one redis-server without persistence; wrk on the same machine",
+		"Servers: authserver, resourceserver and ceiling as separate processes on 127.0.0.1, LOG_LEVEL=" + cmp.Or(cfg.LogLevel, "(default: info)") + ", REDIS_AUTOPIPELINE=" + strconv.FormatBool(cfg.AutoPipeline) + ", logs to files; " + describeTopology(cfg) + "; wrk on the same machine",
 	}}
+	if cfg.RedisCluster > 0 {
+		for _, n := range st.redisNodes {
+			rep.RedisNodes = append(rep.RedisNodes, n.label())
+		}
+		rep.Settings = append(rep.Settings, "Redis nodes: "+strings.Join(rep.RedisNodes, "; "))
+	}
 	emptyRedis, err := usedMemory(ctx, st.rdb)
 	if err != nil {
 		return err
@@ -179,12 +186,15 @@ type stack struct {
 	bins binaries
 	logf func(string, ...any)
 
-	redis, auth, resource, ceiling *process
-	redisURL                       string
-	authURL, resourceURL, ceilURL  string
-	rdb                            redis.UniversalClient
-	reg                            *registry
-	http                           *http.Client
+	auth, resource, ceiling *process
+	// redisNodes are the redis-server processes: the single node, or the
+	// Cluster's primaries then replicas.
+	redisNodes                    []redisNode
+	redisURL                      string
+	authURL, resourceURL, ceilURL string
+	rdb                           redis.UniversalClient
+	reg                           *registry
+	http                          *http.Client
 }
 
 // start starts Redis, the authserver with fresh keys, the first client,
@@ -192,18 +202,34 @@ type stack struct {
 func (s *stack) start(ctx context.Context) error {
 	var err error
 	s.http = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 32}}
-	if s.redis, s.redisURL, err = startRedis(ctx, s.dir); err != nil {
-		return err
-	}
 	// The harness's own client gets generous timeouts: its scans and bulk
 	// writes run on a machine under load, where the servers' 1 s would
 	// fail them.
-	opt, err := redis.ParseURL(s.redisURL)
-	if err != nil {
-		return err
+	if s.cfg.RedisCluster > 0 {
+		if s.redisNodes, s.redisURL, err = startCluster(ctx, s.dir, s.cfg.RedisCluster, s.cfg.RedisClusterReplicas, s.logf); err != nil {
+			return err
+		}
+		var addrs []string
+		for _, n := range s.redisNodes {
+			if n.role == "primary" {
+				addrs = append(addrs, n.addr)
+			}
+		}
+		s.rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, PoolSize: 64,
+			MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}})
+	} else {
+		p, url, err := startRedis(ctx, s.dir)
+		if err != nil {
+			return err
+		}
+		s.redisNodes, s.redisURL = []redisNode{{proc: p, addr: strings.TrimSuffix(strings.TrimPrefix(url, "redis://"), "/0"), role: "node"}}, url
+		opt, err := redis.ParseURL(s.redisURL)
+		if err != nil {
+			return err
+		}
+		opt.ReadTimeout, opt.WriteTimeout, opt.PoolSize = 30*time.Second, 30*time.Second, 64
+		s.rdb = redis.NewClient(opt)
 	}
-	opt.ReadTimeout, opt.WriteTimeout, opt.PoolSize = 30*time.Second, 30*time.Second, 64
-	s.rdb = redis.NewClient(opt)
 	keys := filepath.Join(s.dir, "keys.json")
 	if out, err := exec.CommandContext(ctx, s.bins.auth, "keys", "generate", "--out", keys).CombinedOutput(); err != nil {
 		return fmt.Errorf("authserver keys generate: %w: %s", err, out)
@@ -284,7 +310,9 @@ func (s *stack) stop() {
 	if s.rdb != nil {
 		s.rdb.Close()
 	}
-	s.redis.stop()
+	for _, n := range s.redisNodes {
+		n.proc.stop()
+	}
 }
 
 // do makes one request and returns its status and body.
@@ -399,18 +427,22 @@ func (s *stack) measure(ctx context.Context, sc string, size, rep int, scripts m
 	run.Duration = s.cfg.Duration
 	logStart := proc.logSize()
 	cpu0, err1 := cpuTime(proc.pid())
-	rcpu0, err2 := cpuTime(s.redis.pid())
+	rcpu0, err2 := s.redisCPU()
 	res, wrkCPU, out, err := run.run(ctx)
 	if err != nil {
 		return measurement{}, err
 	}
 	cpu1, err3 := cpuTime(proc.pid())
-	rcpu1, err4 := cpuTime(s.redis.pid())
+	rcpu1, err4 := s.redisCPU()
 	rss, err5 := peakRSS(proc.pid())
 	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
 		return measurement{}, fmt.Errorf("read /proc of %s: %w", proc.name, err)
 	}
-	for _, p := range []*process{proc, s.redis} {
+	procs := []*process{proc}
+	for _, n := range s.redisNodes {
+		procs = append(procs, n.proc)
+	}
+	for _, p := range procs {
 		if p.exited() {
 			return measurement{}, fmt.Errorf("%s exited during the %s run:\n%s", p.name, sc, p.tail())
 		}
@@ -422,8 +454,26 @@ func (s *stack) measure(ctx context.Context, sc string, size, rep int, scripts m
 	if res.Status > 0 {
 		m.Errors = describeErrors(proc, logStart)
 	}
-	m.ServerCPU, m.RedisCPU, m.PeakRSS = cpu1-cpu0, rcpu1-rcpu0, rss
+	m.ServerCPU, m.PeakRSS = cpu1-cpu0, rss
+	for i := range rcpu0 {
+		m.RedisNodeCPU = append(m.RedisNodeCPU, rcpu1[i]-rcpu0[i])
+		m.RedisCPU += rcpu1[i] - rcpu0[i]
+	}
 	return m, nil
+}
+
+// redisCPU is the CPU time of every redis-server process, in the order of
+// s.redisNodes.
+func (s *stack) redisCPU() ([]time.Duration, error) {
+	out := make([]time.Duration, len(s.redisNodes))
+	for i, n := range s.redisNodes {
+		d, err := cpuTime(n.proc.pid())
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", n.proc.name, err)
+		}
+		out[i] = d
+	}
+	return out, nil
 }
 
 // describeMachine is the machine and tool description of the report.

@@ -127,3 +127,58 @@ func TestErrorStatusesFromTheAccessLog(t *testing.T) {
 		t.Errorf("describeErrors = %q, want %q", got, want)
 	}
 }
+
+func TestConfigRedisCluster(t *testing.T) {
+	cfg, err := parseConfig(nil)
+	if err != nil || cfg.RedisCluster != 0 || cfg.RedisClusterReplicas != 0 {
+		t.Errorf("default: cluster %d x %d, %v; want the single node", cfg.RedisCluster, cfg.RedisClusterReplicas, err)
+	}
+	if got := describeTopology(cfg); got != "one redis-server without persistence" {
+		t.Errorf("single node topology = %q", got)
+	}
+	cfg, err = parseConfig([]string{"--quick", "--redis-cluster", "3", "--redis-cluster-replicas", "1"})
+	if err != nil || cfg.RedisCluster != 3 || cfg.RedisClusterReplicas != 1 || cfg.Reps != 1 {
+		t.Errorf("--quick --redis-cluster 3 --redis-cluster-replicas 1 = %+v, %v", cfg, err)
+	}
+	if got, want := describeTopology(cfg), "Redis Cluster: 3 primaries x 1 replica, no persistence (6 redis-server processes)"; got != want {
+		t.Errorf("topology = %q, want %q", got, want)
+	}
+	cfg.RedisCluster, cfg.RedisClusterReplicas = 1, 2
+	if got, want := describeTopology(cfg), "Redis Cluster: 1 primary x 2 replicas, no persistence (3 redis-server processes)"; got != want {
+		t.Errorf("topology = %q, want %q", got, want)
+	}
+	for _, bad := range [][]string{
+		{"--redis-cluster-replicas", "1"},
+		{"--redis-cluster", "-1"},
+		{"--redis-cluster", "3", "--redis-cluster-replicas", "-1"},
+		{"--redis-cluster", "x"},
+	} {
+		if _, err := parseConfig(bad); err == nil || !strings.Contains(err.Error(), "redis-cluster") {
+			t.Errorf("parseConfig(%q) = %v, want an error naming the flag", bad, err)
+		}
+	}
+}
+
+// TestReportPerNodeCPU: a Cluster's report lists every node and each run's
+// CPU per request on each; the single node's report has no such section.
+func TestReportPerNodeCPU(t *testing.T) {
+	m := measurement{Scenario: scMe, Size: 100, Rep: 1, Wrk: wrkResult{Requests: 1000, Duration: time.Second},
+		RedisCPU: 60 * time.Millisecond, RedisNodeCPU: []time.Duration{10 * time.Millisecond, 20 * time.Millisecond, 30 * time.Millisecond}}
+	cfg, err := parseConfig([]string{"--quick"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var single, cluster strings.Builder
+	report{Runs: []measurement{m}, CPUs: 2}.write(&single, cfg)
+	if strings.Contains(single.String(), "per node") {
+		t.Errorf("single-node report has a per-node section:\n%s", single.String())
+	}
+	report{Runs: []measurement{m}, CPUs: 2, RedisNodes: []string{"a (primary)", "b (primary)", "c (replica of a)"}}.write(&cluster, cfg)
+	out := cluster.String()
+	for _, want := range []string{"### Redis CPU/req per node", "3. c (replica of a)", "| scenario | clients | rep | node 1 | node 2 | node 3 |",
+		"| me | 100 | 1 | 10 µs | 20 µs | 30 µs |"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("cluster report lacks %q:\n%s", want, out)
+		}
+	}
+}

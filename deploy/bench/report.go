@@ -54,6 +54,9 @@ type measurement struct {
 	Wrk      wrkResult
 	// CPU time used during the run by the server, Redis and wrk.
 	ServerCPU, RedisCPU, WrkCPU time.Duration
+	// RedisNodeCPU is each redis-server's CPU time (report.RedisNodes'
+	// order); RedisCPU is their sum.
+	RedisNodeCPU []time.Duration
 	// PeakRSS is the server's VmHWM after the run: its peak since the
 	// run's warm-up began when PeakReset, else since it started.
 	PeakRSS   int64
@@ -341,6 +344,9 @@ type report struct {
 	Registry []string
 	Memory   []memorySample
 	Runs     []measurement
+	// RedisNodes label the redis-server processes of a Cluster (nil for
+	// the single node).
+	RedisNodes []string
 	// CPUs is the machine's CPU count, for the machine share.
 	CPUs int
 }
@@ -407,6 +413,30 @@ func (r report) write(w io.Writer, cfg config) {
 			fmtDur(m.Wrk.P50), fmtDur(m.Wrk.P99), fmtDur(m.Wrk.P999), m.Wrk.Status, m.Wrk.SocketErrors(),
 			fmtDur(perRequest(m.ServerCPU, m.Wrk.Requests)), fmtDur(perRequest(m.RedisCPU, m.Wrk.Requests)),
 			fmtDur(perRequest(m.WrkCPU, m.Wrk.Requests)), fmtBytes(m.PeakRSS), fmtPct(m.MachineShare(r.CPUs)))
+	}
+	if len(r.RedisNodes) > 0 {
+		fmt.Fprintf(w, "\n### Redis CPU/req per node\n\n")
+		fmt.Fprintln(w, "Each redis-server's user+system CPU time during the run divided by the requests wrk completed;")
+		fmt.Fprintln(w, "Redis CPU/req above is their sum. Nodes:")
+		fmt.Fprintln(w)
+		for i, l := range r.RedisNodes {
+			fmt.Fprintf(w, "%d. %s\n", i+1, l)
+		}
+		fmt.Fprintln(w)
+		head, rule := "| scenario | clients | rep |", "|---|---:|---:|"
+		for i := range r.RedisNodes {
+			head += fmt.Sprintf(" node %d |", i+1)
+			rule += "---:|"
+		}
+		fmt.Fprintln(w, head)
+		fmt.Fprintln(w, rule)
+		for _, m := range r.Runs {
+			line := fmt.Sprintf("| %s | %s | %d |", m.Scenario, fmtInt(int64(m.Size)), m.Rep)
+			for _, d := range m.RedisNodeCPU {
+				line += " " + fmtDur(perRequest(d, m.Wrk.Requests)) + " |"
+			}
+			fmt.Fprintln(w, line)
+		}
 	}
 	for _, m := range r.Runs {
 		if m.Errors != "" {

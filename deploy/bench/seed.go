@@ -248,37 +248,70 @@ func (r *registry) fetchToken(ctx context.Context, c client) (string, error) {
 }
 
 // clearRateLogs deletes every rate-limit log, so that each run starts from
-// empty windows whatever ran before it within the minute.
+// empty windows whatever ran before it within the minute. On a Cluster it
+// scans every primary and deletes key by key (a batch of keys of several
+// slots would be refused).
 func clearRateLogs(ctx context.Context, rdb redis.UniversalClient) error {
-	var cursor uint64
-	for {
-		keys, next, err := rdb.Scan(ctx, cursor, "*:rw:*", 10000).Result()
-		if err != nil {
-			return fmt.Errorf("clear rate-limit logs: %w", err)
-		}
-		if len(keys) > 0 {
-			if err := rdb.Unlink(ctx, keys...).Err(); err != nil {
-				return fmt.Errorf("clear rate-limit logs: %w", err)
+	_, cluster := rdb.(*redis.ClusterClient)
+	err := forEachPrimary(ctx, rdb, func(ctx context.Context, node *redis.Client) error {
+		var cursor uint64
+		for {
+			keys, next, err := node.Scan(ctx, cursor, "*:rw:*", 10000).Result()
+			if err != nil {
+				return err
+			}
+			if len(keys) > 0 && !cluster {
+				if err := node.Unlink(ctx, keys...).Err(); err != nil {
+					return err
+				}
+			}
+			if len(keys) > 0 && cluster {
+				pipe := node.Pipeline()
+				for _, k := range keys {
+					pipe.Unlink(ctx, k)
+				}
+				if _, err := pipe.Exec(ctx); err != nil {
+					return err
+				}
+			}
+			if cursor = next; cursor == 0 {
+				return nil
 			}
 		}
-		if cursor = next; cursor == 0 {
-			return nil
-		}
+	})
+	if err != nil {
+		return fmt.Errorf("clear rate-limit logs: %w", err)
 	}
+	return nil
 }
 
-// usedMemory is Redis's used_memory (INFO memory), in bytes.
+// usedMemory is Redis's used_memory (INFO memory), in bytes: on a Cluster,
+// the sum over the primaries.
 func usedMemory(ctx context.Context, rdb redis.UniversalClient) (int64, error) {
-	info, err := rdb.Info(ctx, "memory").Result()
-	if err != nil {
-		return 0, fmt.Errorf("INFO memory: %w", err)
-	}
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
-			return strconv.ParseInt(v, 10, 64)
+	var (
+		mu    sync.Mutex
+		total int64
+	)
+	err := forEachPrimary(ctx, rdb, func(ctx context.Context, node *redis.Client) error {
+		info, err := node.Info(ctx, "memory").Result()
+		if err != nil {
+			return fmt.Errorf("INFO memory: %w", err)
 		}
-	}
-	return 0, errors.New("INFO memory: no used_memory")
+		for _, line := range strings.Split(info, "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					return err
+				}
+				mu.Lock()
+				total += n
+				mu.Unlock()
+				return nil
+			}
+		}
+		return errors.New("INFO memory: no used_memory")
+	})
+	return total, err
 }
 
 // redisInfo describes the registry's footprint in Redis.
@@ -286,6 +319,13 @@ func redisInfo(ctx context.Context, rdb redis.UniversalClient) string {
 	keys, err := rdb.DBSize(ctx).Result()
 	if err != nil {
 		return "unknown"
+	}
+	if _, ok := rdb.(*redis.ClusterClient); ok {
+		used, err := usedMemory(ctx, rdb)
+		if err != nil {
+			return fmt.Sprintf("%d keys", keys)
+		}
+		return fmt.Sprintf("%d keys, used_memory %.2fM summed over the primaries", keys, float64(used)/(1<<20))
 	}
 	info, _ := rdb.Info(ctx, "memory").Result()
 	mem := ""

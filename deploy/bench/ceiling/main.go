@@ -11,6 +11,11 @@
 // cost. GET /healthz answers 200 for the harness's start-up probe.
 //
 // The Redis client is the servers' own (pkg/redisconn), with the same pool.
+// On a Cluster (a redis+cluster:// REDIS_URL, bench --redis-cluster) the
+// script is loaded on every primary, and the EVALSHA, which names no key,
+// goes to the primaries in turn (go-redis's default round-robin shard
+// picker for keyless commands): the ceiling's Redis load is spread over
+// the shards as the endpoints' per-client keys spread theirs.
 package main
 
 import (
