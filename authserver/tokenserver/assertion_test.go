@@ -134,7 +134,8 @@ func TestPrivateKeyJWT(t *testing.T) {
 func b64(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
 
 // TestAssertionFailuresLimited: wrong assertions spend the same
-// per-address failure budget as wrong secrets.
+// per-address failure budget as wrong secrets, and are counted as checked
+// under private_key_jwt.
 func TestAssertionFailuresLimited(t *testing.T) {
 	e := newEnv(t, withFailures(3))
 	k := assertiontest.NewKey(t, "k1", jwa.ES256())
@@ -151,6 +152,12 @@ func TestAssertionFailuresLimited(t *testing.T) {
 	wantStatus(t, r, http.StatusTooManyRequests)
 	if decode(t, r.Body)["error"] != "slow_down" {
 		t.Fatalf("after 3 forged assertions: %s", r.Body)
+	}
+	// The forged ones were checked, the right one past the budget was not.
+	for method, want := range map[string]float64{clients.AuthPrivateKeyJWT: 3, clients.AuthClientSecret: 0} {
+		if got := counter(t, e.metrics, "partnerapi_client_credentials_checked_total", map[string]string{"method": method}); got != want {
+			t.Errorf("credentials checked{method=%q} = %v, want %v", method, got, want)
+		}
 	}
 }
 

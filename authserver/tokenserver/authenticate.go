@@ -46,7 +46,9 @@ import (
 // its jti is marked used there, and a wrong or replayed one is a failure
 // like a wrong secret, under the same limits (RFC 7521 section 4.2.1). A
 // check (introspection) names a token of the caller whose standing is read
-// in the same round trip.
+// in the same round trip. Every credential compared there is counted for
+// the operators (recorder.CredentialChecked), those refused unchecked are
+// not.
 func (s *Server) authenticate(ctx context.Context, r *http.Request, req *clientRequest, token bool, check *clients.TokenRef) (clients.Authentication, failure, error) {
 	if !req.Client.Present {
 		return clients.Authentication{}, counted, errInvalidClient
@@ -57,8 +59,10 @@ func (s *Server) authenticate(ctx context.Context, r *http.Request, req *clientR
 		FailureLimit: s.cfg.FailuresPerMinute, RepeatLimit: s.cfg.RepeatedFailuresPerMinute, Token: token, Now: s.cfg.RateNow,
 		Check: check,
 	}
+	method := clients.AuthClientSecret
 	if req.Client.Assertion != "" {
-		httpserver.Annotate(ctx, slog.String("auth_method", clients.AuthPrivateKeyJWT))
+		method = clients.AuthPrivateKeyJWT
+		httpserver.Annotate(ctx, slog.String("auth_method", method))
 	} else if !s.secretForm(ctx, req.Client.Secret) {
 		// Refused before any lookup, answered as any invalid_client and
 		// counted, like any invalid_client, against the address.
@@ -85,6 +89,11 @@ func (s *Server) authenticate(ctx context.Context, r *http.Request, req *clientR
 		if a.Outcome != clients.StaleKeys {
 			break
 		}
+	}
+	// Counted here, once: a stale-keys try was not checked, only the last
+	// try can be.
+	if a.Checked {
+		s.metrics.CredentialChecked(method)
 	}
 	if a.Outcome == clients.StaleKeys {
 		return a, notCounted, fmt.Errorf("%w: client %s: keys changed twice during one authentication", clients.ErrUnavailable, req.Client.ID)

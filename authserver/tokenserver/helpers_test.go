@@ -21,6 +21,7 @@ import (
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/logging"
 	"github.com/partnerapi/authplatform/pkg/logtest"
+	"github.com/partnerapi/authplatform/pkg/metrics"
 	"github.com/partnerapi/authplatform/pkg/redisconn"
 	"github.com/partnerapi/authplatform/pkg/redistest"
 	"github.com/partnerapi/authplatform/pkg/testclock"
@@ -58,7 +59,8 @@ type env struct {
 	legacy   bool  // Config.AcceptLegacySecrets of instances started from now on
 	jwks     JWKSPolicy
 	logs     *logtest.Sink
-	url      string // base URL of the first instance
+	metrics  *metrics.TokenService // every instance's, as one replica's
+	url      string                // base URL of the first instance
 	srv      *Server
 }
 
@@ -99,6 +101,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	e := &env{
 		t: t, now: newClock(epoch), rate: newClock(epoch),
 		failures: DefaultFailuresPerMinute, logs: &logtest.Sink{}, keys: newKeySet(t),
+		metrics: metrics.NewTokenService(metrics.New("authserver")),
 	}
 	for _, o := range opts {
 		o(e)
@@ -116,7 +119,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 }
 
 // start serves one more instance of the token service, on the env's Redis,
-// key prefix and clocks, signing with keys.
+// key prefix, clocks and metrics, signing with keys.
 func (e *env) start(keys *accesstoken.KeySet) (string, *Server) {
 	e.t.Helper()
 	logger, err := logging.New(e.logs, "debug")
@@ -136,6 +139,7 @@ func (e *env) start(keys *accesstoken.KeySet) (string, *Server) {
 		Registry: e.store,
 		Keys:     keys,
 		Ready:    func(ctx context.Context) error { return redisconn.Ping(ctx, rdb, time.Second) },
+		Metrics:  e.metrics,
 	})
 	if err != nil {
 		e.t.Fatal(err)
@@ -143,6 +147,49 @@ func (e *env) start(keys *accesstoken.KeySet) (string, *Server) {
 	hs := httptest.NewServer(s)
 	e.t.Cleanup(hs.Close)
 	return hs.URL, s
+}
+
+// checked is how many client credentials the env's instances compared
+// against the registry (partnerapi_client_credentials_checked_total, every
+// method).
+func (e *env) checked() int64 {
+	e.t.Helper()
+	return int64(counter(e.t, e.metrics, "partnerapi_client_credentials_checked_total", nil))
+}
+
+// counter reads the counter name of m's registry: the sum of its series
+// whose labels include every one of labels. A name without such a series
+// fails the test.
+func counter(t testing.TB, m *metrics.TokenService, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, found := 0.0, false
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	series:
+		for _, mt := range mf.GetMetric() {
+			have := map[string]string{}
+			for _, l := range mt.GetLabel() {
+				have[l.GetName()] = l.GetValue()
+			}
+			for k, v := range labels {
+				if have[k] != v {
+					continue series
+				}
+			}
+			sum += mt.GetCounter().GetValue()
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("no series %s%v", name, labels)
+	}
+	return sum
 }
 
 // client creates an active client of org "acme" and returns its id and secret.

@@ -14,15 +14,20 @@ type recorder interface {
 	Refused(endpoint, reason string)
 	// TokenCache counts a lookup of introspection's verified-token cache.
 	TokenCache(hit bool)
+	// CredentialChecked counts a client authentication whose credential
+	// was compared against the registry (clients.Authentication.Checked),
+	// by method: "client_secret" or "private_key_jwt".
+	CredentialChecked(method string)
 }
 
 // noMetrics counts nothing (Deps.Metrics unset).
 type noMetrics struct{}
 
-func (noMetrics) TokenIssued()        {}
-func (noMetrics) TokenRevoked()       {}
-func (noMetrics) Refused(_, _ string) {}
-func (noMetrics) TokenCache(bool)     {}
+func (noMetrics) TokenIssued()             {}
+func (noMetrics) TokenRevoked()            {}
+func (noMetrics) Refused(_, _ string)      {}
+func (noMetrics) TokenCache(bool)          {}
+func (noMetrics) CredentialChecked(string) {}
 
 // endpointOf names r's endpoint for the refusal count.
 func endpointOf(r *http.Request) string {

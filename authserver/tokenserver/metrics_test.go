@@ -18,8 +18,8 @@ import (
 
 // The token service's metrics, read from its registry after real requests:
 // tokens issued, refusals by endpoint and OAuth error code (the per-client
-// token limit and the spent failure budget both as slow_down), introspection's
-// cache, and answers by route.
+// token limit and the spent failure budget both as slow_down), credentials
+// checked, introspection's cache, and answers by route.
 func TestMetrics(t *testing.T) {
 	e := newEnv(t, withFailures(2))
 	m := metrics.NewTokenService(metrics.New("authserver"))
@@ -96,29 +96,19 @@ partnerapi_tokens_issued_total 2
 			t.Errorf("refusals{endpoint=%q,reason=%q} = %v, want %v", tc.endpoint, tc.reason, got, tc.want)
 		}
 	}
+	// Secrets compared: the two tokens, the invalid_scope and both
+	// slow_downs of the client's token limit (the limit is counted once the
+	// secret matched); not the requests refused before authentication, nor
+	// "wrong", whose checksum fails before any lookup.
+	for method, want := range map[string]float64{"client_secret": 5, "private_key_jwt": 0} {
+		if got := counter(t, m, "partnerapi_client_credentials_checked_total", map[string]string{"method": method}); got != want {
+			t.Errorf("credentials checked{method=%q} = %v, want %v", method, got, want)
+		}
+	}
 }
 
 // refusals reads partnerapi_token_refusals_total{endpoint,reason}.
 func refusals(t *testing.T, m *metrics.TokenService, endpoint, reason string) float64 {
 	t.Helper()
-	mfs, err := m.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "partnerapi_token_refusals_total" {
-			continue
-		}
-		for _, mt := range mf.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range mt.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["endpoint"] == endpoint && labels["reason"] == reason {
-				return mt.GetCounter().GetValue()
-			}
-		}
-	}
-	t.Fatalf("no series partnerapi_token_refusals_total{endpoint=%q,reason=%q}", endpoint, reason)
-	return 0
+	return counter(t, m, "partnerapi_token_refusals_total", map[string]string{"endpoint": endpoint, "reason": reason})
 }

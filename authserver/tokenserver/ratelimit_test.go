@@ -179,10 +179,10 @@ func TestFailureLimitPerAddress(t *testing.T) {
 	}
 	// Good credentials from that address: refused without being checked,
 	// on both endpoints.
-	before := e.store.DigestChecks()
+	before := e.checked()
 	blocked(post(t, e.url+PathToken, formType, grant(), basic(id, secret), from(attacker)), "61")
 	blocked(post(t, e.url+PathIntrospect, formType, form("token", "x"), basic(id, secret), from(attacker)), "61")
-	if d := e.store.DigestChecks() - before; d != 0 {
+	if d := e.checked() - before; d != 0 {
 		t.Errorf("%d secrets of a blocked address were checked", d)
 	}
 	// Other addresses are unaffected.

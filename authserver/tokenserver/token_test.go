@@ -237,7 +237,7 @@ func TestInvalidClientIndistinguishable(t *testing.T) {
 	}
 	var first []byte
 	for name, c := range attempts {
-		before := e.store.DigestChecks()
+		before := e.checked()
 		r := post(t, e.url+PathToken, formType, form("grant_type", "client_credentials", "scope", "referrals.write"), basic(c[0], c[1]))
 		wantStatus(t, r, http.StatusUnauthorized)
 		wantHeaders(t, r, oauthHeaders(map[string]string{"WWW-Authenticate": basicChallenge}))
@@ -247,7 +247,7 @@ func TestInvalidClientIndistinguishable(t *testing.T) {
 		if !bytes.Equal(r.Body, first) {
 			t.Errorf("%s: body %s differs from %s", name, r.Body, first)
 		}
-		if n := e.store.DigestChecks() - before; n != 1 {
+		if n := e.checked() - before; n != 1 {
 			t.Errorf("%s: %d digest checks, want 1", name, n)
 		}
 	}

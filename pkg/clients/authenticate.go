@@ -18,12 +18,6 @@ import (
 // Window of every per-minute limit.
 const Window = time.Minute
 
-// DigestChecks is how many secrets this Store's credentials have hashed and
-// compared: one per authentication attempt (an unknown id's included), but
-// none for an attempt refused unchecked by a failure budget or for a secret
-// the address already had refused (Authentication.Repeated).
-func (s *Store) DigestChecks() int64 { return s.digestChecks.Load() }
-
 func str(v any) string { s, _ := v.(string); return s }
 
 // authenticateScript authenticates a client in one round trip: by the
@@ -193,6 +187,16 @@ type Authentication struct {
 	Outcome AuthOutcome
 	// Known reports whether the id names a client at all.
 	Known bool
+	// Checked reports whether this attempt's credential was compared
+	// against the client's stored state (a secret's digest, or a verified
+	// assertion and its jti): every attempt but those refused unchecked by
+	// a failure budget (TooManyFailures), the repeats of a credential
+	// already found wrong (Repeated) and the stale-keys retries
+	// (StaleKeys). An unknown id counts as checked, as does an id of the
+	// wrong form (never sent to Redis): it costs the same hashing as a
+	// comparison, and is answered alike. The token service counts these
+	// (partnerapi_client_credentials_checked_total).
+	Checked bool
 	// Repeated reports, for BadCredentials and TooManyFailures, a
 	// credential this address already presented for this client in the
 	// last minute and had refused: it was not checked again, and counted
@@ -236,8 +240,8 @@ func (s *Store) Authenticate(ctx context.Context, a Attempt) (Authentication, er
 		raw, hexd, tag = string(d[:]), hex.EncodeToString(d[:]), failureTag(d)
 	}
 	if !ValidClientID(a.ClientID) {
-		s.digestChecks.Add(1) // the same hashing as any attempt
-		return Authentication{Outcome: BadCredentials}, nil
+		// The same hashing as any attempt: checked, as any unknown id.
+		return Authentication{Outcome: BadCredentials, Checked: true}, nil
 	}
 	want := int64(-1)
 	switch {
@@ -311,12 +315,7 @@ func (s *Store) Authenticate(ctx context.Context, a Attempt) (Authentication, er
 	default:
 		return Authentication{}, unavailable("authenticate", fmt.Errorf("unexpected reply %v", r))
 	}
-	// Checked: every attempt but those refused unchecked, the repeats of a
-	// credential already found wrong and the stale-keys retries (an unknown
-	// id costs the same hashing and script as a comparison).
-	if out.Outcome != TooManyFailures && out.Outcome != StaleKeys && !out.Repeated {
-		s.digestChecks.Add(1)
-	}
+	out.Checked = out.Outcome != TooManyFailures && out.Outcome != StaleKeys && !out.Repeated
 	return out, nil
 }
 

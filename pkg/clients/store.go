@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -25,8 +24,6 @@ type Store struct {
 	now    func() time.Time
 	// confirm is what every operator change waits for (see ConfirmWrites).
 	confirm redisconn.Confirmation
-	// digestChecks counts secret comparisons (see DigestChecks).
-	digestChecks atomic.Int64
 }
 
 // ConfirmWrites makes every operator change (creating an organisation or a

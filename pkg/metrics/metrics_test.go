@@ -106,6 +106,30 @@ func TestHandler(t *testing.T) {
 	}
 }
 
+// The credentials checked are counted by method, both series present from
+// the start; an unknown method is not a label.
+func TestCredentialChecked(t *testing.T) {
+	m := metrics.NewTokenService(metrics.New("authserver"))
+	want := `
+# HELP partnerapi_client_credentials_checked_total Client credentials actually compared against the registry, by method (client_secret, private_key_jwt): a climb without tokens issued is someone guessing; a flat line under a flood of invalid_client or slow_down shows the failure budget refusing them unchecked.
+# TYPE partnerapi_client_credentials_checked_total counter
+partnerapi_client_credentials_checked_total{method="client_secret"} 0
+partnerapi_client_credentials_checked_total{method="private_key_jwt"} 0
+`
+	if err := testutil.GatherAndCompare(m.Registry, strings.NewReader(want), "partnerapi_client_credentials_checked_total"); err != nil {
+		t.Error(err)
+	}
+	m.CredentialChecked("client_secret")
+	m.CredentialChecked("client_secret")
+	m.CredentialChecked("private_key_jwt")
+	m.CredentialChecked("tls_client_auth")
+	want = strings.Replace(want, `"client_secret"} 0`, `"client_secret"} 2`, 1)
+	want = strings.Replace(want, `"private_key_jwt"} 0`, `"private_key_jwt"} 1`, 1)
+	if err := testutil.GatherAndCompare(m.Registry, strings.NewReader(want), "partnerapi_client_credentials_checked_total"); err != nil {
+		t.Error(err)
+	}
+}
+
 func TestValidAddr(t *testing.T) {
 	for addr, want := range map[string]bool{
 		"off": true, ":9080": true, "127.0.0.1:0": true, "[::1]:9080": true,

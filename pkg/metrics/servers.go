@@ -8,13 +8,14 @@ import (
 )
 
 // TokenService is the token service's metrics: the shared ones and its own,
-// tokens issued and requests refused. It implements the metrics interface of
-// package tokenserver.
+// tokens issued, requests refused and client credentials checked. It
+// implements the metrics interface of package tokenserver.
 type TokenService struct {
 	*Metrics
 	issued  prometheus.Counter
 	revoked prometheus.Counter
 	refused *prometheus.CounterVec
+	checked *prometheus.CounterVec
 }
 
 // tokenRefusals are the reasons of refused token and introspection
@@ -28,6 +29,10 @@ var tokenRefusals = []string{
 
 // tokenEndpoints are the endpoints whose refusals are counted.
 var tokenEndpoints = []string{"token", "introspect", "revoke"}
+
+// credentialMethods are the client authentication methods whose checks are
+// counted (clients.AuthClientSecret, clients.AuthPrivateKeyJWT).
+var credentialMethods = []string{"client_secret", "private_key_jwt"}
 
 // NewTokenService registers the token service's metrics in m.
 func NewTokenService(m *Metrics) *TokenService {
@@ -45,8 +50,17 @@ func NewTokenService(m *Metrics) *TokenService {
 			Namespace: namespace, Name: "token_refusals_total",
 			Help: "Token, introspection and revocation requests refused, by endpoint (token, introspect, revoke) and OAuth error code.",
 		}, []string{"endpoint", "reason"}),
+		checked: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "client_credentials_checked_total",
+			Help: "Client credentials actually compared against the registry, by method (client_secret, private_key_jwt): " +
+				"a climb without tokens issued is someone guessing; a flat line under a flood of invalid_client or slow_down " +
+				"shows the failure budget refusing them unchecked.",
+		}, []string{"method"}),
 	}
-	m.Registry.MustRegister(t.issued, t.revoked, t.refused)
+	m.Registry.MustRegister(t.issued, t.revoked, t.refused, t.checked)
+	for _, method := range credentialMethods {
+		t.checked.WithLabelValues(method)
+	}
 	for _, e := range tokenEndpoints {
 		for _, r := range tokenRefusals {
 			t.refused.WithLabelValues(e, r)
@@ -71,6 +85,15 @@ func (t *TokenService) Refused(endpoint, reason string) {
 		reason = "other"
 	}
 	t.refused.WithLabelValues(endpoint, reason).Inc()
+}
+
+// CredentialChecked counts one client credential compared against the
+// registry, by method ("client_secret" or "private_key_jwt"; any other is
+// ignored, so that labels stay bounded).
+func (t *TokenService) CredentialChecked(method string) {
+	if contains(credentialMethods, method) {
+		t.checked.WithLabelValues(method).Inc()
+	}
 }
 
 // ResourceServer is the resource server's metrics: the shared ones and its

@@ -14,6 +14,7 @@ import (
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
 	"github.com/partnerapi/authplatform/pkg/clientip"
 	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/metrics"
 	"github.com/partnerapi/authplatform/pkg/redisconn"
 	"github.com/partnerapi/authplatform/resourceserver/api"
 	"github.com/partnerapi/authplatform/resourceserver/apidocs"
@@ -50,6 +51,9 @@ type Servers struct {
 	API  http.Handler
 	// Store is the token service's registry (what the operator CLI uses).
 	Store *clients.Store
+	// AuthMetrics is the token service's metrics, as its replica would
+	// serve them on --metrics-addr.
+	AuthMetrics *metrics.TokenService
 }
 
 // NewServers wires both servers as deploy/local does.
@@ -65,7 +69,8 @@ func NewServers(t testing.TB, cfg Config) *Servers {
 	if cfg.APILogger == nil {
 		cfg.APILogger = discard
 	}
-	s := &Servers{Keys: cfg.Keys, Store: clients.NewStore(cfg.AuthRedis, cfg.KeyPrefix, nil)}
+	s := &Servers{Keys: cfg.Keys, Store: clients.NewStore(cfg.AuthRedis, cfg.KeyPrefix, nil),
+		AuthMetrics: metrics.NewTokenService(metrics.New("authserver"))}
 	if s.Keys == nil {
 		key, err := accesstoken.GenerateKey(accesstoken.AlgEdDSA)
 		if err != nil {
@@ -81,7 +86,7 @@ func NewServers(t testing.TB, cfg Config) *Servers {
 		Issuer: cfg.Issuer, Audience: cfg.Audience, Trust: cfg.Trust, FailuresPerMinute: cfg.FailuresPerMinute,
 		Now: cfg.Now, RateNow: cfg.RateNow,
 	}, tokenserver.Deps{
-		Registry: s.Store, Keys: s.Keys,
+		Registry: s.Store, Keys: s.Keys, Metrics: s.AuthMetrics,
 		Ready: func(ctx context.Context) error { return redisconn.Ping(ctx, authRedis, time.Second) },
 	})
 	if err != nil {
@@ -103,6 +108,28 @@ func NewServers(t testing.TB, cfg Config) *Servers {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// CredentialsChecked is how many client credentials the token service
+// compared against the registry, every method
+// (partnerapi_client_credentials_checked_total).
+func (s *Servers) CredentialsChecked(t testing.TB) int64 {
+	t.Helper()
+	mfs, err := s.AuthMetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "partnerapi_client_credentials_checked_total" {
+			var n float64
+			for _, m := range mf.GetMetric() {
+				n += m.GetCounter().GetValue()
+			}
+			return int64(n)
+		}
+	}
+	t.Fatal("the token service has no partnerapi_client_credentials_checked_total")
+	return 0
 }
 
 // Edge is both servers behind one base URL.

@@ -53,7 +53,7 @@ func TestFailedAuthFlood(t *testing.T) {
 	const attacker, bystander = "203.0.113.66", "198.51.100.66"
 	const flood = 100
 	counts := map[int]int{}
-	before := s.store.DigestChecks()
+	before := s.checked()
 	for i := range flood {
 		r := s.post(pathToken, formType, grant, basic(id, clients.NewSecret()), from(attacker))
 		counts[r.Status]++
@@ -68,7 +68,7 @@ func TestFailedAuthFlood(t *testing.T) {
 			}
 		}
 	}
-	if n := s.store.DigestChecks() - before; n != limit {
+	if n := s.checked() - before; n != limit {
 		t.Errorf("%d secrets checked for a flood of %d; want %d (the rest refused unchecked)", n, flood, limit)
 	}
 	blocked := func(r reply, what string) {
@@ -96,7 +96,7 @@ func TestFailedAuthFlood(t *testing.T) {
 	// Concurrent flood from another address: exactly the limit is checked.
 	const workers, each, swarm = 8, 50, "203.0.113.67"
 	var unauthorized, slowed, other atomic.Int64
-	before = s.store.DigestChecks()
+	before = s.checked()
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
@@ -113,7 +113,7 @@ func TestFailedAuthFlood(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	checked := s.store.DigestChecks() - before
+	checked := s.checked() - before
 	if unauthorized.Load() != limit || checked != limit || other.Load() != 0 {
 		t.Errorf("concurrent flood of %d: %d answered 401 after %d secret checks, %d slowed, %d other; want exactly %d checked",
 			workers*each, unauthorized.Load(), checked, slowed.Load(), other.Load(), limit)

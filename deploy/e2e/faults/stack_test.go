@@ -73,6 +73,7 @@ type stack struct {
 
 	authLogs, resLogs, serverLogs *logtest.Sink
 	auth                          *tokenserver.Server
+	servers                       *e2etest.Servers
 	handler                       http.Handler // the edge: both servers
 	addr                          string       // host:port of the real server
 	// readBeforeAnswer is, for the connection that most recently started
@@ -163,7 +164,7 @@ func newStack(t testing.TB, opts ...option) *stack {
 		FailuresPerMinute: cfg.failuresPerMinute, Now: func() time.Time { return s.tokenNow }, RateNow: s.rate.Now,
 		AuthLogger: newLogger(t, s.authLogs), APILogger: newLogger(t, s.resLogs),
 	})
-	s.store, s.auth, s.handler = servers.Store, servers.Auth, servers.Edge()
+	s.store, s.auth, s.handler, s.servers = servers.Store, servers.Auth, servers.Edge(), servers
 
 	ln, err := net.Listen("tcp", proxyAddr+":0")
 	if err != nil {
@@ -192,6 +193,13 @@ func newLogger(t testing.TB, w io.Writer) *slog.Logger {
 		t.Fatal(err)
 	}
 	return l
+}
+
+// checked is how many client credentials the token service compared
+// against the registry (its partnerapi_client_credentials_checked_total).
+func (s *stack) checked() int64 {
+	s.t.Helper()
+	return s.servers.CredentialsChecked(s.t)
 }
 
 // client creates an active client of org "acme" and returns its id and secret.

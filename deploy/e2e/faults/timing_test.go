@@ -97,11 +97,11 @@ func TestInvalidClientOnePath(t *testing.T) {
 				} else {
 					opts = append(opts, basic(a.id, a.secret))
 				}
-				before := s.store.DigestChecks()
+				before := s.checked()
 				log.take()
 				r := s.post(ep.path, formType, body, opts...)
 				cmds := log.take()
-				if n := s.store.DigestChecks() - before; n != 1 {
+				if n := s.checked() - before; n != 1 {
 					t.Errorf("%s: %d digest comparisons, want exactly 1", a.name, n)
 				}
 				if r.Status != http.StatusUnauthorized {
@@ -127,10 +127,10 @@ func TestInvalidClientOnePath(t *testing.T) {
 	// registry read.
 	for _, bad := range []string{"svc_!", secret, strings.Repeat("x", 5000), ""} {
 		s.rate.Add(time.Minute + time.Second)
-		before := s.store.DigestChecks()
+		before := s.checked()
 		log.take()
 		r := s.post(pathToken, formType, grant, basic(bad, secret), from("198.51.100.21"))
-		if n := s.store.DigestChecks() - before; n != 1 || r.Status != http.StatusUnauthorized {
+		if n := s.checked() - before; n != 1 || r.Status != http.StatusUnauthorized {
 			t.Errorf("malformed id %.10q: %d digest comparisons, status %d", bad, n, r.Status)
 		}
 		if cmds := log.take(); strings.Contains(cmds, "hmget") {

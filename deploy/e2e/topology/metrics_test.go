@@ -53,6 +53,7 @@ func TestMetrics(t *testing.T) {
 	queries := map[string]string{
 		"issued":         `sum(partnerapi_tokens_issued_total)`,
 		"invalid_client": `sum(partnerapi_token_refusals_total{endpoint="token",reason="invalid_client"})`,
+		"checked":        `sum(partnerapi_client_credentials_checked_total)`,
 		"me_2xx":         `sum(partnerapi_http_requests_total{job="resourceserver",route="/api/v1/me/",method="GET",code="2xx"})`,
 		"me_4xx":         `sum(partnerapi_http_requests_total{job="resourceserver",route="/api/v1/me/",method="GET",code="4xx"})`,
 		"token_2xx":      `sum(partnerapi_http_requests_total{job="authserver",route="/api/v1/oauth/token/",method="POST",code="2xx"})`,
@@ -70,7 +71,7 @@ func TestMetrics(t *testing.T) {
 	// The journey: a client limited to rateLimit API requests a minute.
 	c := top.createClient(t, "patients.read")
 	top.cli(t, "clients", "set-rate-limit", c.ID, strconv.Itoa(rateLimit))
-	old := top.token(t, c, basicAuth)                              // issued 1
+	old := top.token(t, c, basicAuth)                              // issued 1, checked 1
 	top.wantMe(t, top.edge, old, c.ID)                             // 2xx 1, cache miss (a replica's first sight)
 	top.wantMe(t, top.edge, old, c.ID)                             // 2xx 2
 	top.wantMe(t, top.edge, old, c.ID)                             // 2xx 3
@@ -78,11 +79,11 @@ func TestMetrics(t *testing.T) {
 	top.wantMeStatus(t, top.edge, old, http.StatusTooManyRequests) // 429
 	rotated := top.cliCredentials(t, "clients", "rotate-secret", c.ID)
 	top.wantMeStatus(t, top.edge, old, http.StatusUnauthorized) // 401 revoked
-	top.wantInvalidClient(t, c)                                 // invalid_client 1
-	top.token(t, rotated, formAuth)                             // issued 2
+	top.wantInvalidClient(t, c)                                 // invalid_client 1, checked 2
+	top.token(t, rotated, formAuth)                             // issued 2, checked 3
 
 	want := map[string]float64{
-		"issued": 2, "invalid_client": 1, "me_2xx": rateLimit, "me_4xx": 2, "token_2xx": 2,
+		"issued": 2, "invalid_client": 1, "checked": 3, "me_2xx": rateLimit, "me_4xx": 2, "token_2xx": 2,
 		"rate_limited": 1, "revoked": 1, "me_duration": rateLimit + 2,
 	}
 	for name, delta := range want {
