@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // hydraScope is the scope the Hydra clients are created with.
@@ -97,12 +99,21 @@ func (s *stack) hydraClients(ctx context.Context, n int) ([]client, error) {
 	for range 8 {
 		wg.Go(func() {
 			for i := range next {
-				c, err := s.hydraClient(ctx, i)
+				// A first run once saw a 400 from POST /admin/clients under
+				// concurrent creation: retry before giving up.
+				var err error
+				for attempt := range 3 {
+					if attempt > 0 {
+						time.Sleep(200 * time.Millisecond)
+					}
+					if out[i], err = s.hydraClient(ctx, i); err == nil {
+						break
+					}
+					s.logf("hydra client %d, attempt %d: %v", i, attempt+1, err)
+				}
 				if err != nil {
 					fail(err)
-					continue
 				}
-				out[i] = c
 			}
 		})
 	}
@@ -155,13 +166,12 @@ func (s *stack) hydraClient(ctx context.Context, i int) (client, error) {
 		return client{}, fmt.Errorf("hydra POST /admin/clients: %w", err)
 	}
 	var created struct {
-		ID     string `json:"client_id"`
-		Secret string `json:"client_secret"`
+		ID string `json:"client_id"`
 	}
-	err = json.NewDecoder(resp.Body).Decode(&created)
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	resp.Body.Close()
-	if err != nil || resp.StatusCode != http.StatusCreated || created.ID == "" {
-		return client{}, fmt.Errorf("hydra POST /admin/clients: %d, %v", resp.StatusCode, err)
+	if err != nil || resp.StatusCode != http.StatusCreated || json.Unmarshal(b, &created) != nil || created.ID == "" {
+		return client{}, fmt.Errorf("hydra POST /admin/clients: %d %s %v", resp.StatusCode, b, err)
 	}
 	c := client{ID: created.ID, Secret: hex.EncodeToString(secret)}
 	st, b, err := s.do(ctx, http.MethodPost, s.hydraPublicURL+"/oauth2/token", c.basic(), "grant_type=client_credentials&scope="+hydraScope)
