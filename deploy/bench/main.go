@@ -171,7 +171,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 					return err
 				}
 				rep.Runs = append(rep.Runs, m)
-				logf("%-16s clients=%-7d rep %d: %8.0f req/s  p50 %-9s p99 %-9s p99.9 %-9s errors %d  server %s/req  redis %s/req  rss %s  machine share %s",
+				logf("%-10s clients=%-7d rep %d: %8.0f req/s  p50 %-9s p99 %-9s p99.9 %-9s errors %d  server %s/req  redis %s/req  rss %s  machine share %s",
 					sc, size, r, m.Wrk.Throughput(), fmtDur(m.Wrk.P50), fmtDur(m.Wrk.P99), fmtDur(m.Wrk.P999), m.Wrk.Status+m.Wrk.SocketErrors(),
 					fmtDur(perRequest(m.ServerCPU, m.Wrk.Requests)), fmtDur(perRequest(m.RedisCPU, m.Wrk.Requests)), fmtBytes(m.PeakRSS),
 					fmtPct(m.MachineShare(rep.CPUs)))
