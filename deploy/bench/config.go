@@ -53,8 +53,12 @@ type config struct {
 	// Quick is the CI setting: short runs on a small registry.
 	Quick bool
 	// Scenarios are the scenarios to run, in the table's order (default:
-	// all of them).
+	// all of them; the Hydra ones only with HydraBin).
 	Scenarios []string
+	// HydraBin is an Ory Hydra binary (built by deploy/bench/hydra/build.sh)
+	// to start and measure side by side with the authserver: the
+	// hydra-token and hydra-introspect scenarios ("": no Hydra).
+	HydraBin string
 }
 
 // quickSettings are what --quick changes, unless a flag says otherwise.
@@ -84,7 +88,8 @@ func parseConfig(args []string) (config, error) {
 	fs.BoolVar(&cfg.Install, "install", false, "apt-get install wrk and redis-server when missing")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the work directory (logs, wrk scripts and data)")
 	fs.BoolVar(&cfg.Quick, "quick", false, "CI setting: "+quickSummary())
-	only := fs.String("scenarios", strings.Join(scenarioOrder, ","), "comma-separated scenarios to run (for profiling one endpoint)")
+	fs.StringVar(&cfg.HydraBin, "hydra-bin", "", "also start this Ory Hydra binary (deploy/bench/hydra/build.sh) and measure its token and introspection endpoints side by side")
+	only := fs.String("scenarios", strings.Join(ownScenarios(), ","), "comma-separated scenarios to run (for profiling one endpoint; hydra-token and hydra-introspect need --hydra-bin)")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
@@ -106,10 +111,28 @@ func parseConfig(args []string) (config, error) {
 	if cfg.Sizes, err = parseSizes(*sizes); err != nil {
 		return config{}, err
 	}
+	scenariosSet := false
+	fs.Visit(func(f *flag.Flag) { scenariosSet = scenariosSet || f.Name == "scenarios" })
+	if cfg.HydraBin != "" && !scenariosSet {
+		// Every scenario, Hydra's included.
+		*only = strings.Join(scenarioOrder, ",")
+	}
 	if cfg.Scenarios, err = parseScenarios(*only); err != nil {
 		return config{}, err
 	}
 	return cfg, cfg.Validate()
+}
+
+// ownScenarios are the scenarios that measure the platform and its
+// ceilings: every one but Hydra's.
+func ownScenarios() []string {
+	var out []string
+	for _, sc := range scenarioOrder {
+		if !isHydra(sc) {
+			out = append(out, sc)
+		}
+	}
+	return out
 }
 
 func quickSummary() string {
@@ -193,6 +216,13 @@ func (c config) Validate() error {
 		}
 		if i > 0 && n <= c.Sizes[i-1] {
 			errs = append(errs, errors.New("--clients must be ascending"))
+		}
+	}
+	if c.HydraBin == "" {
+		for _, sc := range c.Scenarios {
+			if isHydra(sc) {
+				errs = append(errs, fmt.Errorf("--scenarios: %s needs --hydra-bin", sc))
+			}
 		}
 	}
 	if len(c.Sizes) == 0 {

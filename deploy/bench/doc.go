@@ -20,6 +20,7 @@
 //	go run ./deploy/bench [--concurrency 64] [--duration 20s] [--reps 3]
 //	                      [--clients 1,100000] [--out FILE] [--quick]
 //	                      [--autopipeline] [--redis-cluster N [--redis-cluster-replicas R]]
+//	                      [--hydra-bin PATH]
 //
 // --redis-cluster N runs a Redis Cluster of N primaries instead of the one
 // redis-server (0, the default: one node), each with R replicas
@@ -30,6 +31,22 @@
 // sync. The servers, the ceiling and the seeding get a redis+cluster://
 // URL. Redis CPU per request is then the sum over every node; the report
 // names the topology and adds each node's CPU per request.
+//
+// --hydra-bin PATH also starts Ory Hydra (a binary built by
+// deploy/bench/hydra/build.sh DIR [VERSION], v2.3.0 by default, from the Go
+// module proxy: nothing of Hydra is in this repository) with serve all
+// --dev, DSN=memory, opaque tokens and LOG_LEVEL=warn on free loopback
+// ports, creates clients through its admin API (client_credentials,
+// client_secret_basic) and a token for each, and adds two scenarios to the
+// same repetitions, at the largest registry:
+//
+//   - hydra-token:      Hydra's POST /oauth2/token (HTTP Basic, rotating over its clients)
+//   - hydra-introspect: Hydra's POST /admin/oauth2/introspect (rotating over the tokens;
+//     no client authentication, where ours authenticates the caller)
+//
+// The report then compares token and introspection side by side (req/s,
+// median of per-repetition ratios, CPU per request) and checks issue 22's
+// "introspection at least 8x Hydra's req/s".
 //
 // The report also lists every run with its "machine share", the fraction
 // of the machine's CPU that the server, Redis and wrk got: on a shared

@@ -88,6 +88,26 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		rep.Settings = append(rep.Settings, "Redis nodes: "+strings.Join(rep.RedisNodes, "; "))
 	}
+	// Hydra's clients and tokens, as many as the load is spread over at the
+	// largest registry, where its scenarios run.
+	var hydraData dataFiles
+	if cfg.HydraBin != "" {
+		n := min(cfg.LoadClients, cfg.Sizes[len(cfg.Sizes)-1])
+		logf("creating %d Hydra clients and a token for each", n)
+		hc, err := st.hydraClients(ctx, n)
+		if err != nil {
+			return err
+		}
+		if hydraData, err = writeHydraData(dir, hc); err != nil {
+			return err
+		}
+		version := hydraVersion(ctx, cfg.HydraBin)
+		rep.Hydra = fmt.Sprintf("Ory Hydra (%s, %s), started by the harness: serve all --dev, DSN=memory, opaque access tokens, LOG_LEVEL=warn, "+
+			"public and admin APIs on 127.0.0.1; %s clients created through POST /admin/clients (client_credentials, client_secret_basic, scope %s), "+
+			"one token fetched for each; its scenarios run at the largest registry, in the same repetitions as ours.",
+			cfg.HydraBin, version, fmtInt(int64(n)), hydraScope)
+		rep.Settings = append(rep.Settings, "Ory Hydra: "+cfg.HydraBin+" ("+version+"), serve all --dev, DSN=memory, LOG_LEVEL=warn; load over "+fmtInt(int64(n))+" of its clients")
+	}
 	emptyRedis, err := usedMemory(ctx, st.rdb)
 	if err != nil {
 		return err
@@ -134,6 +154,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		for r := 1; r <= cfg.Reps; r++ {
 			for _, sc := range cfg.Scenarios {
 				d := data
+				if isHydra(sc) {
+					if size != cfg.Sizes[len(cfg.Sizes)-1] {
+						continue
+					}
+					d = hydraData
+				}
 				if hotOf[sc] != "" {
 					if hotData == nil {
 						continue
@@ -187,6 +213,9 @@ type stack struct {
 	logf func(string, ...any)
 
 	auth, resource, ceiling *process
+	// hydra is Ory Hydra (--hydra-bin; nil without), on its two URLs.
+	hydra                         *process
+	hydraPublicURL, hydraAdminURL string
 	// redisNodes are the redis-server processes: the single node, or the
 	// Cluster's primaries then replicas.
 	redisNodes                    []redisNode
@@ -300,11 +329,17 @@ func (s *stack) start(ctx context.Context) error {
 		"--addr", "127.0.0.1:" + strconv.Itoa(port), "--body-file", bodyFile}, []string{"REDIS_URL=" + s.redisURL}); err != nil {
 		return err
 	}
-	return waitHTTP(ctx, s.ceiling, s.ceilURL+"/healthz")
+	if err := waitHTTP(ctx, s.ceiling, s.ceilURL+"/healthz"); err != nil {
+		return err
+	}
+	if s.cfg.HydraBin != "" {
+		return s.startHydra(ctx)
+	}
+	return nil
 }
 
 func (s *stack) stop() {
-	for _, p := range []*process{s.ceiling, s.resource, s.auth} {
+	for _, p := range []*process{s.hydra, s.ceiling, s.resource, s.auth} {
 		p.stop()
 	}
 	if s.rdb != nil {
@@ -321,7 +356,9 @@ func (s *stack) do(ctx context.Context, method, url, auth, form string) (int, []
 	if err != nil {
 		return 0, nil, err
 	}
-	req.Header.Set("Authorization", auth)
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
 	if form != "" {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}
@@ -409,6 +446,10 @@ func (s *stack) measure(ctx context.Context, sc string, size, rep int, scripts m
 		proc, base, path, kind = s.resource, s.resourceURL, "/api/v1/me/", scMe
 	case scBare, scRedis:
 		proc, base, path, kind = s.ceiling, s.ceilURL, "/"+sc, scMe
+	case scHydraToken:
+		proc, base, path, kind = s.hydra, s.hydraPublicURL, "/oauth2/token", scToken
+	case scHydraIntrospect:
+		proc, base, path, kind = s.hydra, s.hydraAdminURL, "/admin/oauth2/introspect", scIntrospect
 	default:
 		return measurement{}, fmt.Errorf("unknown scenario %q", sc)
 	}

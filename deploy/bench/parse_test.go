@@ -182,3 +182,85 @@ func TestReportPerNodeCPU(t *testing.T) {
 		}
 	}
 }
+
+func TestConfigHydra(t *testing.T) {
+	cfg, err := parseConfig(nil)
+	if err != nil || cfg.HydraBin != "" || !slices.Equal(cfg.Scenarios, []string{scBare, scRedis, scToken, scMe, scIntrospect, scTokenHot, scMeHot}) {
+		t.Errorf("default: hydra %q, scenarios %q, %v; want no Hydra and every other scenario", cfg.HydraBin, cfg.Scenarios, err)
+	}
+	cfg, err = parseConfig([]string{"--hydra-bin", "/opt/hydra"})
+	if err != nil || cfg.HydraBin != "/opt/hydra" || !slices.Equal(cfg.Scenarios, scenarioOrder) {
+		t.Errorf("--hydra-bin: hydra %q, scenarios %q, %v; want every scenario, Hydra's included", cfg.HydraBin, cfg.Scenarios, err)
+	}
+	cfg, err = parseConfig([]string{"--hydra-bin", "/opt/hydra", "--scenarios", "hydra-introspect,introspect,bare"})
+	if err != nil || !slices.Equal(cfg.Scenarios, []string{scBare, scIntrospect, scHydraIntrospect}) {
+		t.Errorf("--hydra-bin --scenarios: %q, %v; want them in the table's order", cfg.Scenarios, err)
+	}
+	for _, bad := range [][]string{{"--scenarios", "token,hydra-token"}, {"--scenarios", "hydra-introspect"}} {
+		if _, err := parseConfig(bad); err == nil || !strings.Contains(err.Error(), "needs --hydra-bin") {
+			t.Errorf("parseConfig(%q) = %v, want an error: Hydra's scenarios need --hydra-bin", bad, err)
+		}
+	}
+}
+
+// TestReportHydra: the side-by-side section and the targets from fixed
+// runs: ratios are medians of per-repetition ratios; without Hydra's runs
+// the report has neither.
+func TestReportHydra(t *testing.T) {
+	run := func(sc string, rep int, ok int64, cpu time.Duration) measurement {
+		return measurement{Scenario: sc, Size: 1000, Rep: rep, PeakReset: true, ServerCPU: cpu * time.Duration(ok),
+			RedisCPU: 10 * time.Microsecond * time.Duration(ok), Wrk: wrkResult{Requests: ok, Duration: time.Second, P99: 2 * time.Millisecond}}
+	}
+	ours := []measurement{
+		run(scBare, 1, 40000, 20*time.Microsecond), run(scToken, 1, 6000, 300*time.Microsecond), run(scIntrospect, 1, 20000, 80*time.Microsecond),
+		run(scBare, 2, 20000, 20*time.Microsecond), run(scToken, 2, 3000, 300*time.Microsecond), run(scIntrospect, 2, 10000, 80*time.Microsecond),
+		run(scBare, 3, 40000, 20*time.Microsecond), run(scToken, 3, 7000, 300*time.Microsecond), run(scIntrospect, 3, 21000, 80*time.Microsecond),
+	}
+	hydra := []measurement{
+		// Rep 2 ran on a busy machine for ours: 10,000 vs 2,000 is 5x; the median of 10x, 5x, 7x is 7x
+		// (unpaired medians would give 20,000 / 2,000 = 10x, a PASS).
+		run(scHydraToken, 1, 300, 5*time.Millisecond), run(scHydraIntrospect, 1, 2000, 700*time.Microsecond),
+		run(scHydraToken, 2, 200, 5*time.Millisecond), run(scHydraIntrospect, 2, 2000, 700*time.Microsecond),
+		run(scHydraToken, 3, 350, 5*time.Millisecond), run(scHydraIntrospect, 3, 3000, 700*time.Microsecond),
+	}
+	cfg, err := parseConfig([]string{"--hydra-bin", "/opt/hydra", "--clients", "1000", "--reps", "3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var without, with strings.Builder
+	report{Runs: ours, CPUs: 2}.write(&without, cfg)
+	if strings.Contains(without.String(), "Hydra") {
+		t.Errorf("report without Hydra's runs mentions Hydra:\n%s", without.String())
+	}
+	report{Runs: append(ours, hydra...), CPUs: 2, Hydra: "Ory Hydra (test)."}.write(&with, cfg)
+	out := with.String()
+	side := section(out, "## Side by side with Ory Hydra", "## Targets")
+	for _, want := range []string{
+		"Ory Hydra (test).",
+		"| endpoint | clients in Redis | ours req/s | Hydra req/s | ours / Hydra | our CPU/req (server + Redis) | Hydra CPU/req | our p99 | Hydra p99 |",
+		// token: 6000/300 = 20x, 3000/200 = 15x, 7000/350 = 20x.
+		"| token | 1,000 | 6,000 | 300 | 20.0x | 300 µs + 10 µs | 5.00 ms | 2.00 ms | 2.00 ms |",
+		"| introspect | 1,000 | 20,000 | 2,000 | 7.0x | 80 µs + 10 µs | 700 µs | 2.00 ms | 2.00 ms |",
+		"RFC 7662",
+	} {
+		if !strings.Contains(side, want) {
+			t.Errorf("side-by-side section lacks %q:\n%s", want, side)
+		}
+	}
+	targets := section(out, "## Targets", "## Every run")
+	if row := findRow(targets, "introspect req/s vs Hydra", "1,000"); row == nil || row[2] != "7.0x (20,000 vs 2,000 req/s)" || row[3] != ">= 8x" || row[4] != "MISS" {
+		t.Errorf("introspect vs Hydra target = %q, want 7.0x, >= 8x, MISS:\n%s", row, targets)
+	}
+	if row := findRow(targets, "token req/s vs Hydra", "1,000"); row == nil || row[2] != "20.0x (6,000 vs 300 req/s)" || row[4] != "info (not a target)" {
+		t.Errorf("token vs Hydra row = %q, want 20.0x for information:\n%s", row, targets)
+	}
+	results := section(out, "## Results", "## Side by side")
+	for _, sc := range []string{scHydraToken, scHydraIntrospect} {
+		if findRow(results, scenarioLabels[sc], "1,000") == nil {
+			t.Errorf("no result row for %s:\n%s", sc, results)
+		}
+		if !strings.Contains(section(out, "## Every run", "\x00"), "| "+sc+" | 1,000 | 3 |") {
+			t.Errorf("every-run table lacks %s's third repetition", sc)
+		}
+	}
+}

@@ -21,10 +21,21 @@ const (
 	// only: a client's cost must not grow with its own traffic.
 	scTokenHot = "token-hot"
 	scMeHot    = "me-hot"
+	// The Hydra scenarios run Ory Hydra's token and introspection
+	// endpoints (--hydra-bin) with the load of token and introspect, at the
+	// largest registry only.
+	scHydraToken      = "hydra-token"
+	scHydraIntrospect = "hydra-introspect"
 )
 
 // scenarioOrder is the order of the table and of the runs in a repetition.
-var scenarioOrder = []string{scBare, scRedis, scToken, scMe, scIntrospect, scTokenHot, scMeHot}
+var scenarioOrder = []string{scBare, scRedis, scToken, scMe, scIntrospect, scHydraToken, scHydraIntrospect, scTokenHot, scMeHot}
+
+// hydraOf is Hydra's scenario for each of ours it is compared with.
+var hydraOf = map[string]string{scToken: scHydraToken, scIntrospect: scHydraIntrospect}
+
+// isHydra reports whether sc measures Ory Hydra.
+func isHydra(sc string) bool { return sc == scHydraToken || sc == scHydraIntrospect }
 
 // hotOf is the scenario a hot one concentrates.
 var hotOf = map[string]string{scTokenHot: scToken, scMeHot: scMe}
@@ -38,12 +49,15 @@ var scenarioLabels = map[string]string{
 	scRedis:      "ceiling: Gin + 1 Redis EVALSHA",
 	scTokenHot:   "token, load on the hot clients",
 	scMeHot:      "me, load on the hot clients",
+	// Hydra's admin introspection takes no client authentication.
+	scHydraToken:      "hydra-token: Ory Hydra POST /oauth2/token",
+	scHydraIntrospect: "hydra-introspect: Ory Hydra POST /admin/oauth2/introspect (no caller auth)",
 }
 
 // scenarioServers name the process each scenario measures.
 var scenarioServers = map[string]string{
 	scToken: "authserver", scIntrospect: "authserver", scMe: "resourceserver", scBare: "ceiling", scRedis: "ceiling",
-	scTokenHot: "authserver", scMeHot: "resourceserver",
+	scTokenHot: "authserver", scMeHot: "resourceserver", scHydraToken: "hydra", scHydraIntrospect: "hydra",
 }
 
 // measurement is one measured run.
@@ -102,6 +116,10 @@ type summary struct {
 	// apart on a shared machine see different loads; runs of the same
 	// repetition are adjacent). P99VsRedis is the same for p99.
 	VsBare, VsRedis, P99VsRedis float64
+	// VsHydra is, for token and introspect, the median of the
+	// per-repetition ratios of req/s to Hydra's same endpoint (0 without
+	// Hydra's runs).
+	VsHydra float64
 }
 
 func summarize(ms []measurement) []summary {
@@ -133,7 +151,7 @@ func summarize(ms []measurement) []summary {
 				continue
 			}
 			s := summary{Scenario: sc, Size: size, Reps: len(g), PeakReset: true}
-			var tput, vsBare, vsRedis, p99Redis []float64
+			var tput, vsBare, vsRedis, p99Redis, vsHydra []float64
 			var p50, p99, p999, scpu, rcpu, wcpu []time.Duration
 			for _, m := range g {
 				if b, ok := byRep[repKey{scBare, size, m.Rep}]; ok && b.Wrk.Throughput() > 0 {
@@ -142,6 +160,9 @@ func summarize(ms []measurement) []summary {
 				if r, ok := byRep[repKey{scRedis, size, m.Rep}]; ok && r.Wrk.Throughput() > 0 && r.Wrk.P99 > 0 {
 					vsRedis = append(vsRedis, m.Wrk.Throughput()/r.Wrk.Throughput())
 					p99Redis = append(p99Redis, float64(m.Wrk.P99)/float64(r.Wrk.P99))
+				}
+				if h, ok := byRep[repKey{hydraOf[sc], size, m.Rep}]; ok && hydraOf[sc] != "" && h.Wrk.Throughput() > 0 {
+					vsHydra = append(vsHydra, m.Wrk.Throughput()/h.Wrk.Throughput())
 				}
 				tput = append(tput, m.Wrk.Throughput())
 				p50, p99, p999 = append(p50, m.Wrk.P50), append(p99, m.Wrk.P99), append(p999, m.Wrk.P999)
@@ -157,6 +178,7 @@ func summarize(ms []measurement) []summary {
 			s.P50, s.P99, s.P999 = median(p50), median(p99), median(p999)
 			s.ServerCPU, s.RedisCPU, s.WrkCPU = median(scpu), median(rcpu), median(wcpu)
 			s.VsBare, s.VsRedis, s.P99VsRedis = median(vsBare), median(vsRedis), median(p99Redis)
+			s.VsHydra = median(vsHydra)
 			out = append(out, s)
 		}
 	}
@@ -193,6 +215,10 @@ type target struct {
 	Info bool
 }
 
+// hydraIntrospectLimit is issue 22's introspection throughput relative to
+// Ory Hydra's.
+const hydraIntrospectLimit float64 = 8
+
 // rssLimit is the issue's peak RSS target per server.
 const rssLimit = 64 << 20
 
@@ -228,6 +254,21 @@ func evaluate(ss []summary, sizes []int, loadClients int) []target {
 		}
 		if in, ok := find(ss, scIntrospect, size); ok && okB {
 			ts = append(ts, target{"introspect req/s vs bare Gin JSON", sz, fmtPct(in.VsBare), ">= 40%", in.VsBare >= 0.40, false})
+		}
+		// Issue 22: introspection at least 8 times Hydra's; token for
+		// context.
+		for _, sc := range []string{scToken, scIntrospect} {
+			ours, ok := find(ss, sc, size)
+			h, okH := find(ss, hydraOf[sc], size)
+			if !ok || !okH {
+				continue
+			}
+			measured := fmt.Sprintf("%s (%s vs %s req/s)", fmtTimes(ours.VsHydra), fmtInt(int64(ours.Throughput+0.5)), fmtInt(int64(h.Throughput+0.5)))
+			if sc == scIntrospect {
+				ts = append(ts, target{"introspect req/s vs Hydra", sz, measured, fmt.Sprintf(">= %.0fx", hydraIntrospectLimit), ours.VsHydra >= hydraIntrospectLimit, false})
+			} else {
+				ts = append(ts, target{"token req/s vs Hydra", sz, measured, "-", false, true})
+			}
 		}
 	}
 	for _, server := range []string{"authserver", "resourceserver"} {
@@ -349,6 +390,43 @@ type report struct {
 	RedisNodes []string
 	// CPUs is the machine's CPU count, for the machine share.
 	CPUs int
+	// Hydra describes the Ory Hydra measured side by side ("" without
+	// --hydra-bin).
+	Hydra string
+}
+
+// writeHydra writes the side-by-side section, when Hydra was measured.
+func writeHydra(w io.Writer, ss []summary, hydra string) {
+	type row struct{ ours, theirs summary }
+	var rows []row
+	for _, s := range ss {
+		if h, ok := find(ss, hydraOf[s.Scenario], s.Size); ok && hydraOf[s.Scenario] != "" {
+			rows = append(rows, row{s, h})
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n## Side by side with Ory Hydra\n\n")
+	if hydra != "" {
+		fmt.Fprintf(w, "%s\n\n", hydra)
+	}
+	fmt.Fprintln(w, "| endpoint | clients in Redis | ours req/s | Hydra req/s | ours / Hydra | our CPU/req (server + Redis) | Hydra CPU/req | our p99 | Hydra p99 |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+	for _, r := range rows {
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s + %s | %s | %s | %s |\n",
+			r.ours.Scenario, fmtInt(int64(r.ours.Size)), fmtInt(int64(r.ours.Throughput+0.5)), fmtInt(int64(r.theirs.Throughput+0.5)),
+			fmtTimes(r.ours.VsHydra), fmtDur(r.ours.ServerCPU), fmtDur(r.ours.RedisCPU), fmtDur(r.theirs.ServerCPU),
+			fmtDur(r.ours.P99), fmtDur(r.theirs.P99))
+	}
+	fmt.Fprintln(w, "\nours / Hydra is the median of per-repetition ratios of req/s, like the ratios to the ceilings: Hydra's")
+	fmt.Fprintln(w, "runs sit in the same repetitions as ours. The token load is the same (client_credentials, HTTP Basic,")
+	fmt.Fprintln(w, "rotating over as many clients, each created through Hydra's admin API); the introspection load rotates")
+	fmt.Fprintln(w, "over one token per client. Hydra's admin introspection (POST /admin/oauth2/introspect) takes no client")
+	fmt.Fprintln(w, "authentication (its admin port is meant to be private), while ours authenticates the caller (RFC 7662")
+	fmt.Fprintln(w, "section 2.1: HTTP Basic, the client's secret checked on every request): ours does more per request.")
+	fmt.Fprintln(w, "Hydra keeps clients and tokens in memory (DSN=memory, in-process SQLite); ours are in Redis, whose CPU")
+	fmt.Fprintln(w, "is counted separately (the + term).")
 }
 
 func (r report) write(w io.Writer, cfg config) {
@@ -382,6 +460,7 @@ func (r report) write(w io.Writer, cfg config) {
 	fmt.Fprintln(w, "CPU/req is the process's user+system CPU time during the run divided by the requests wrk completed.")
 	fmt.Fprintln(w, "The ratios to the ceilings are medians of per-repetition ratios: each repetition runs the ceilings and")
 	fmt.Fprintln(w, "the endpoints back to back, so a ratio compares runs that shared the machine's load of the moment.")
+	writeHydra(w, ss, r.Hydra)
 
 	fmt.Fprintf(w, "\n## Targets\n\n")
 	if cfg.Concurrency != 64 {
@@ -478,6 +557,14 @@ func fmtDur(d time.Duration) string {
 func fmtBytes(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
 func fmtPct(r float64) string { return fmt.Sprintf("%.1f%%", 100*r) }
+
+// fmtTimes writes a ratio as a multiple ("12.3x"; "-" for none).
+func fmtTimes(r float64) string {
+	if r == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1fx", r)
+}
 
 func fmtRatio(r float64) string {
 	if r == 0 {

@@ -1,0 +1,209 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// hydraScope is the scope the Hydra clients are created with.
+const hydraScope = "read"
+
+// startHydra starts Ory Hydra (--hydra-bin) the way the earlier hand
+// measurements did: serve all --dev, DSN=memory (in-process SQLite), opaque
+// tokens, its public and admin APIs on free loopback ports, logging at
+// warn so that its request log does not cost it throughput.
+func (s *stack) startHydra(ctx context.Context) error {
+	public, err := freePort()
+	if err != nil {
+		return err
+	}
+	admin, err := freePort()
+	if err != nil {
+		return err
+	}
+	secret := make([]byte, 16)
+	if _, err := rand.Read(secret); err != nil {
+		return err
+	}
+	s.hydraPublicURL = "http://127.0.0.1:" + strconv.Itoa(public)
+	s.hydraAdminURL = "http://127.0.0.1:" + strconv.Itoa(admin)
+	env := []string{
+		"DSN=memory",
+		"SERVE_PUBLIC_HOST=127.0.0.1", "SERVE_PUBLIC_PORT=" + strconv.Itoa(public),
+		"SERVE_ADMIN_HOST=127.0.0.1", "SERVE_ADMIN_PORT=" + strconv.Itoa(admin),
+		"URLS_SELF_ISSUER=" + s.hydraPublicURL,
+		"SECRETS_SYSTEM=" + hex.EncodeToString(secret),
+		"STRATEGIES_ACCESS_TOKEN=opaque",
+		// The tokens fetched beforehand must outlive the whole run.
+		"TTL_ACCESS_TOKEN=24h",
+		"LOG_LEVEL=warn",
+		"SQA_OPT_OUT=true",
+	}
+	if s.hydra, err = startProcess("hydra", s.dir, s.cfg.HydraBin, []string{"serve", "all", "--dev", "--sqa-opt-out"}, env); err != nil {
+		return err
+	}
+	if err := waitHTTP(ctx, s.hydra, s.hydraAdminURL+"/health/ready"); err != nil {
+		return err
+	}
+	return waitHTTP(ctx, s.hydra, s.hydraPublicURL+"/health/ready")
+}
+
+// hydraVersion is the first line of `hydra version`.
+func hydraVersion(ctx context.Context, bin string) string {
+	out, _ := exec.CommandContext(ctx, bin, "version").CombinedOutput()
+	var parts []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok && (strings.TrimSpace(k) == "Version" || strings.TrimSpace(k) == "Git Hash") {
+			parts = append(parts, strings.TrimSpace(k)+" "+strings.TrimSpace(v))
+		}
+	}
+	if len(parts) == 0 {
+		return "version unknown"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// hydraClients creates n client_credentials clients through Hydra's admin
+// API (client_secret_basic, scope read), fetches one token for each from
+// its token endpoint and checks that the admin introspection finds the
+// first one active.
+func (s *stack) hydraClients(ctx context.Context, n int) ([]client, error) {
+	out := make([]client, n)
+	var (
+		wg       sync.WaitGroup
+		next     = make(chan int)
+		mu       sync.Mutex
+		firstErr error
+	)
+	fail := func(err error) {
+		mu.Lock()
+		if firstErr == nil {
+			firstErr = err
+		}
+		mu.Unlock()
+	}
+	for range 8 {
+		wg.Go(func() {
+			for i := range next {
+				// A first run once saw a 400 from POST /admin/clients under
+				// concurrent creation: retry before giving up.
+				var err error
+				for attempt := range 3 {
+					if attempt > 0 {
+						time.Sleep(200 * time.Millisecond)
+					}
+					if out[i], err = s.hydraClient(ctx, i); err == nil {
+						break
+					}
+					s.logf("hydra client %d, attempt %d: %v", i, attempt+1, err)
+				}
+				if err != nil {
+					fail(err)
+				}
+			}
+		})
+	}
+	for i := range n {
+		mu.Lock()
+		stop := firstErr != nil
+		mu.Unlock()
+		if stop {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	st, b, err := s.do(ctx, http.MethodPost, s.hydraAdminURL+"/admin/oauth2/introspect", "", "token="+out[0].Token+"&token_type_hint=access_token")
+	var v map[string]any
+	if err != nil || st != http.StatusOK || json.Unmarshal(b, &v) != nil || v["active"] != true || v["client_id"] != out[0].ID {
+		return nil, fmt.Errorf("probe hydra introspection: %d %s %v", st, b, err)
+	}
+	return out, nil
+}
+
+// hydraClient creates the i-th Hydra client and fetches a token for it.
+func (s *stack) hydraClient(ctx context.Context, i int) (client, error) {
+	secret := make([]byte, 16)
+	if _, err := rand.Read(secret); err != nil {
+		return client{}, err
+	}
+	body, err := json.Marshal(map[string]any{
+		"client_name":                fmt.Sprintf("bench-%d", i),
+		"client_secret":              hex.EncodeToString(secret),
+		"grant_types":                []string{"client_credentials"},
+		"response_types":             []string{"token"},
+		"token_endpoint_auth_method": "client_secret_basic",
+		"scope":                      hydraScope,
+	})
+	if err != nil {
+		return client{}, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.hydraAdminURL+"/admin/clients", bytes.NewReader(body))
+	if err != nil {
+		return client{}, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := s.http.Do(req)
+	if err != nil {
+		return client{}, fmt.Errorf("hydra POST /admin/clients: %w", err)
+	}
+	var created struct {
+		ID string `json:"client_id"`
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusCreated || json.Unmarshal(b, &created) != nil || created.ID == "" {
+		return client{}, fmt.Errorf("hydra POST /admin/clients: %d %s %v", resp.StatusCode, b, err)
+	}
+	c := client{ID: created.ID, Secret: hex.EncodeToString(secret)}
+	st, b, err := s.do(ctx, http.MethodPost, s.hydraPublicURL+"/oauth2/token", c.basic(), "grant_type=client_credentials&scope="+hydraScope)
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	if err != nil || st != http.StatusOK || json.Unmarshal(b, &tok) != nil || tok.AccessToken == "" {
+		return client{}, fmt.Errorf("hydra POST /oauth2/token: %d %s %v", st, b, err)
+	}
+	c.Token = tok.AccessToken
+	return c, nil
+}
+
+// writeHydraData writes the wrk data of the Hydra scenarios: the token
+// load's as for ours, the introspection's without an Authorization value
+// (Hydra's admin introspection takes no client authentication).
+func writeHydraData(dir string, load []client) (dataFiles, error) {
+	if len(load) == 0 {
+		return nil, errors.New("no Hydra clients")
+	}
+	files, err := writeData(dir, "hydra", load)
+	if err != nil {
+		return nil, err
+	}
+	var intro strings.Builder
+	for _, c := range load {
+		intro.WriteString("\t" + c.Token + "\n")
+	}
+	p := filepath.Join(dir, "introspect-hydra-anonymous.dat")
+	if err := os.WriteFile(p, []byte(intro.String()), 0o600); err != nil {
+		return nil, err
+	}
+	files[scIntrospect] = p
+	return files, nil
+}
