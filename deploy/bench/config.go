@@ -66,6 +66,12 @@ var quickSettings = map[string]string{
 	"concurrency": "8", "duration": "2s", "warmup": "0s", "reps": "1", "clients": "1,100,1000", "load-clients": "100",
 }
 
+// helpRequested is parseConfig's answer to -h: the usage text, which main
+// prints to stdout before exiting 0.
+type helpRequested struct{ usage string }
+
+func (h *helpRequested) Error() string { return h.usage }
+
 func parseConfig(args []string) (config, error) {
 	var cfg config
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
@@ -91,6 +97,12 @@ func parseConfig(args []string) (config, error) {
 	fs.StringVar(&cfg.HydraBin, "hydra-bin", "", "also start this Ory Hydra binary (deploy/bench/hydra/build.sh) and measure its token and introspection endpoints side by side")
 	only := fs.String("scenarios", strings.Join(ownScenarios(), ","), "comma-separated scenarios to run (for profiling one endpoint; hydra-token and hydra-introspect need --hydra-bin)")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			var usage strings.Builder
+			fs.SetOutput(&usage)
+			fs.PrintDefaults()
+			return config{}, &helpRequested{usage: "usage: go run ./deploy/bench [flags]\n" + usage.String()}
+		}
 		return config{}, err
 	}
 	if fs.NArg() > 0 {

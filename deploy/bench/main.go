@@ -31,6 +31,10 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args, os.Getenv, os.Stdout, os.Stderr)
 	stop()
+	if help := (*helpRequested)(nil); errors.As(err, &help) {
+		fmt.Fprint(os.Stdout, help.usage)
+		return
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench: "+err.Error())
 		os.Exit(1)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"slices"
 	"strings"
@@ -69,6 +70,11 @@ func TestConfig(t *testing.T) {
 	_, err = parseConfig([]string{"--clients", "10,5", "--reps", "0", "--concurrency", "1"})
 	if err == nil || !strings.Contains(err.Error(), "ascending") || !strings.Contains(err.Error(), "--reps") || !strings.Contains(err.Error(), "--concurrency") {
 		t.Errorf("bad flags: %v, want every problem reported", err)
+	}
+	_, err = parseConfig([]string{"-h"})
+	var help *helpRequested
+	if !errors.As(err, &help) || !strings.HasPrefix(help.usage, "usage: go run ./deploy/bench [flags]\n") || !strings.Contains(help.usage, "-redis-cluster-replicas int") {
+		t.Errorf("-h = %v, want the usage with every flag", err)
 	}
 }
 
