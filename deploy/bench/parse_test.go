@@ -262,8 +262,8 @@ func TestReportHydra(t *testing.T) {
 	}
 	results := section(out, "## Results", "## Side by side")
 	for _, sc := range []string{scHydraToken, scHydraIntrospect} {
-		if findRow(results, scenarioLabels[sc], "1,000") == nil {
-			t.Errorf("no result row for %s:\n%s", sc, results)
+		if row := findRow(results, scenarioLabels[sc], "1,000"); row == nil || row[9] != "— (no Redis)" {
+			t.Errorf("result row for %s = %q, want one with Redis CPU/req \"— (no Redis)\":\n%s", sc, row, results)
 		}
 		if !strings.Contains(section(out, "## Every run", "\x00"), "| "+sc+" | 1,000 | 3 |") {
 			t.Errorf("every-run table lacks %s's third repetition", sc)
