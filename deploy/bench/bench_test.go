@@ -18,14 +18,7 @@ import (
 // every request answered 2xx, and a verdict for every target. Under CI=true a missing wrk or
 // redis-server fails the test; elsewhere it is skipped.
 func TestQuickRun(t *testing.T) {
-	for _, tl := range requiredTools {
-		if _, err := exec.LookPath(tl.command); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("%s is not installed (CI=true): apt-get install -y %s", tl.command, tl.pkg)
-			}
-			t.Skipf("%s is not installed: apt-get install -y %s", tl.command, tl.pkg)
-		}
-	}
+	requireTools(t)
 	redistest.Long(t) // the quick load run takes about 45 s
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -95,14 +88,7 @@ func TestQuickRun(t *testing.T) {
 // registry of 100 clients) and expects successful requests only, the
 // topology in the header and each primary's share of the Redis CPU.
 func TestQuickCluster(t *testing.T) {
-	for _, tl := range requiredTools {
-		if _, err := exec.LookPath(tl.command); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("%s is not installed (CI=true): apt-get install -y %s", tl.command, tl.pkg)
-			}
-			t.Skipf("%s is not installed: apt-get install -y %s", tl.command, tl.pkg)
-		}
-	}
+	requireTools(t)
 	redistest.Long(t) // about 20 s
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -167,4 +153,18 @@ func findRow(table, first, second string) []string {
 		}
 	}
 	return nil
+}
+
+// requireTools skips the test when wrk or redis-server is missing, and
+// fails it under CI=true, which must have installed them.
+func requireTools(t *testing.T) {
+	t.Helper()
+	for _, tl := range requiredTools {
+		if _, err := exec.LookPath(tl.command); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("%s is not installed (CI=true): apt-get install -y %s", tl.command, tl.pkg)
+			}
+			t.Skipf("%s is not installed: apt-get install -y %s", tl.command, tl.pkg)
+		}
+	}
 }

@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -14,6 +12,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/partnerapi/authplatform/pkg/redistest"
 )
 
 // clusterSlots is the number of hash slots of a Redis Cluster.
@@ -59,28 +59,6 @@ func plural(n int, one, many string) string {
 	return strconv.Itoa(n) + " " + many
 }
 
-// clusterPort returns a loopback port below 55535 such that it and its
-// cluster bus port (port + 10000) are both free: Redis refuses a node whose
-// bus port would pass 65535.
-func clusterPort() (int, error) {
-	for range 200 {
-		p := 20000 + rand.IntN(25000)
-		if portFree(p) && portFree(p+10000) {
-			return p, nil
-		}
-	}
-	return 0, errors.New("no free port pair for a cluster node")
-}
-
-func portFree(p int) bool {
-	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
-	if err != nil {
-		return false
-	}
-	_ = l.Close()
-	return true
-}
-
 // nodeClient is a client of one node, for the set-up.
 func nodeClient(addr string) *redis.Client {
 	return redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, ReadTimeout: 5 * time.Second, MaxRetries: -1,
@@ -106,7 +84,7 @@ func startCluster(ctx context.Context, dir string, primaries, replicas int, logf
 	}()
 	total := primaries * (1 + replicas)
 	for i := range total {
-		port, err := clusterPort()
+		port, err := redistest.ClusterPort()
 		if err != nil {
 			return nodes, "", err
 		}

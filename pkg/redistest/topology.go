@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -63,19 +64,27 @@ func requireBinary(t testing.TB, name string) {
 	}
 }
 
-// clusterPort returns a port below 55535 such that it and its cluster bus
-// port (port + 10000) are both free: Redis refuses a node whose bus port
-// would pass 65535.
-func clusterPort(t testing.TB) int {
-	t.Helper()
+// ClusterPort returns a loopback port below 55535 such that it and its
+// cluster bus port (port + 10000) are both free: Redis refuses a node whose
+// bus port would pass 65535. The load harness (deploy/bench) starts its
+// Cluster nodes on such ports too.
+func ClusterPort() (int, error) {
 	for range 200 {
 		p := 20000 + rand.IntN(25000)
 		if portFree(p) && portFree(p+10000) {
-			return p
+			return p, nil
 		}
 	}
-	t.Fatalf("redistest: no free port pair for a cluster node")
-	return 0
+	return 0, errors.New("redistest: no free port pair for a cluster node")
+}
+
+func clusterPort(t testing.TB) int {
+	t.Helper()
+	p, err := ClusterPort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 func portFree(p int) bool {
