@@ -5,8 +5,9 @@ import (
 	"sync"
 )
 
-// maxPending bounds what a BatchWriter holds while a write is under way:
-// past it, Write waits, as an unbatched writer would when its output
+// maxPending bounds the records a BatchWriter gathers while a write is
+// under way (the batch being written is no larger, so at most twice this
+// is held in all): past it, Write waits, as an unbatched writer would when its output
 // blocks (a full pipe to the container runtime, say).
 const maxPending = 1 << 20
 

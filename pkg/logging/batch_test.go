@@ -10,7 +10,9 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/partnerapi/authplatform/pkg/logging"
@@ -111,61 +113,54 @@ func TestBatchWriterWritesAtOnceWhenIdle(t *testing.T) {
 }
 
 // While the output blocks, records are held up to a bound, then Write
-// blocks too; when the output drains, everything arrives.
+// blocks too; when the output drains, everything arrives. The test runs in
+// a synctest bubble, so it waits for the event itself (every goroutine
+// blocked: the background one on the pipe, the logging one at the bound)
+// rather than for a time.
 func TestBatchWriterBlocksWhenTheOutputDoes(t *testing.T) {
-	r, w := io.Pipe()
-	b := logging.NewBatchWriter(w)
-	line := strings.Repeat("x", 1023) + "\n"
-	wrote := make(chan int)
-	go func() {
-		n := 0
-		for range 3000 { // 3 MiB, three times the bound
-			if _, err := io.WriteString(b, line); err != nil {
-				break
+	synctest.Test(t, func(t *testing.T) {
+		r, w := io.Pipe()
+		b := logging.NewBatchWriter(w)
+		line := strings.Repeat("x", 1023) + "\n"
+		var taken atomic.Int64
+		finished := make(chan struct{})
+		go func() {
+			defer close(finished)
+			for range 3000 { // 3 MiB, three times the bound
+				if _, err := io.WriteString(b, line); err != nil {
+					return
+				}
+				taken.Add(1)
 			}
-			n++
-			select {
-			case wrote <- n:
-			default:
-			}
-		}
-		close(wrote)
-	}()
-	// Nobody reads: the writer stops well before its 3,000 records.
-	time.Sleep(200 * time.Millisecond)
-	last := 0
-	for {
+		}()
+		// Nobody reads: the writer stops well before its 3,000 records.
+		synctest.Wait()
 		select {
-		case n, ok := <-wrote:
-			if !ok {
-				t.Fatal("3 MiB handed over to an output that blocks")
-			}
-			last = n
-			continue
+		case <-finished:
+			t.Fatal("3 MiB handed over to an output that blocks")
 		default:
 		}
-		break
-	}
-	if last > 1100 {
-		t.Errorf("%d records of 1 KiB taken while the output blocked; want about 1,024", last)
-	}
-	var total int
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		n, _ := io.Copy(io.Discard, r)
-		total = int(n)
-	}()
-	for range wrote {
-	}
-	if err := b.Close(); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
-	<-done
-	if total != 3000*len(line) {
-		t.Errorf("%d bytes arrived, want %d", total, 3000*len(line))
-	}
+		// Held: the batch the pipe holds (at least one record, at most the
+		// bound) and the 1 MiB bound gathered behind it.
+		if n := taken.Load(); n < 1025 || n > 2048 {
+			t.Errorf("%d records of 1 KiB taken while the output blocked; want 1,025 to 2,048 (a batch under way and 1 MiB behind it)", n)
+		}
+		var total int64
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			total, _ = io.Copy(io.Discard, r)
+		}()
+		<-finished
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+		w.Close()
+		<-done
+		if total != int64(3000*len(line)) {
+			t.Errorf("%d bytes arrived, want %d", total, 3000*len(line))
+		}
+	})
 }
 
 // BenchmarkAccessRecord logs an access record like httpserver.Base's to a
