@@ -7,8 +7,8 @@ import (
 
 // maxPending bounds the records a BatchWriter gathers while a write is
 // under way (the batch being written is no larger, so at most twice this
-// is held in all): past it, Write waits, as an unbatched writer would when its output
-// blocks (a full pipe to the container runtime, say).
+// is held in all): past it, Write waits, as an unbatched writer would when
+// its output blocks (a full pipe to the container runtime, say).
 const maxPending = 1 << 20
 
 // BatchWriter writes the log records given to it to an underlying writer
