@@ -18,6 +18,7 @@ targets=(
   "FuzzBearerHeader ./resourceserver/api"
   "FuzzVerify ./pkg/accesstoken"
   "FuzzVerifySigned ./pkg/accesstoken"
+  "FuzzVerify ./pkg/dpop"
 )
 
 # corpus lists the inputs go test has written for a target (seeds and
