@@ -88,6 +88,20 @@ type Config struct {
 	// section 2; default BaseURL + DefaultRevocationPath).
 	RevocationURL string
 
+	// DPoPKey, when set, binds the tokens to this key with DPoP (RFC 9449):
+	// every token request carries a proof signed with it, the token is
+	// DPoP-bound (token_type DPoP, its cnf.jkt the key's thumbprint), and
+	// Transport sends it as "Authorization: DPoP" with a fresh proof per
+	// request. Any crypto.Signer of ECDSA P-256 or P-384, Ed25519 or RSA
+	// (2048 bits or more) works; it should be a key of its own, not
+	// PrivateKey. It never appears in an error or a log, nor do the
+	// proofs. See dpop.go.
+	DPoPKey crypto.Signer
+	// DPoPAlgorithm is the JWS algorithm of the proofs: ES256, ES384,
+	// RS256, PS256 or EdDSA, fitting DPoPKey (empty: ES256 or ES384 by
+	// curve, RS256 for RSA, EdDSA for Ed25519).
+	DPoPAlgorithm string
+
 	// RenewBefore is how long before its expiry a cached token is renewed
 	// (0: DefaultRenewBefore, 60 s, as the API recommends).
 	RenewBefore time.Duration
@@ -233,6 +247,9 @@ func (c Config) validate() (Config, error) {
 	}
 	if c.AuthStyle != AuthBasic && c.AuthStyle != AuthForm && c.AuthStyle != AuthPrivateKeyJWT {
 		errs = append(errs, errors.New("partnerclient: unknown AuthStyle"))
+	}
+	if err := c.checkDPoP(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.RenewBefore < 0 || c.MaxWait < 0 || c.BaseDelay < 0 || c.MaxDelay < 0 {
 		errs = append(errs, errors.New("partnerclient: durations must not be negative"))

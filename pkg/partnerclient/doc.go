@@ -44,6 +44,25 @@
 //	cfg := partnerclient.Config{BaseURL: "https://api.example.com", ClientID: "svc_...",
 //		PrivateKey: jwk.Key, KeyID: jwk.KeyID, Algorithm: jwk.Algorithm}
 //
+// # DPoP: sender-constrained tokens
+//
+// Set Config.DPoPKey (any crypto.Signer: ECDSA P-256 or P-384, Ed25519 or
+// RSA; a key of its own) and optionally DPoPAlgorithm, and the tokens are
+// bound to that key (RFC 9449): every token request carries a DPoP proof,
+// the server answers token_type DPoP with the key's thumbprint as the
+// token's cnf.jkt ([TokenSource.DPoPThumbprint]), and [Transport] sends each
+// request with "Authorization: DPoP <token>" and a new proof (htm, htu
+// without query and fragment, iat, a random jti, ath: the token's hash). A
+// server that wants nonces answers use_dpop_nonce with a DPoP-Nonce header
+// (400 from the token endpoint, 401 from the API): the client retries once
+// with it and puts the latest nonce of each server in its later proofs. A
+// DPoP-bound token is useless without its key, so the plain oauth2.Token
+// of [TokenSource.Token] cannot be sent by golang.org/x/oauth2's own
+// transport: use Transport, NewHTTPClient or Client.
+//
+//	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+//	cfg.DPoPKey = key
+//
 // # Revocation
 //
 // [TokenSource.Revoke] revokes a token (RFC 7009) at BaseURL +

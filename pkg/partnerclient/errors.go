@@ -29,6 +29,7 @@ type TokenError struct {
 
 	revocation bool // from the revocation endpoint (RFC 7009), not the token endpoint
 	final      bool // no retry can help: the client assertion could not be signed
+	nonce      bool // the answer carried a DPoP-Nonce (RFC 9449 section 8)
 }
 
 func (e *TokenError) Error() string {

@@ -30,6 +30,7 @@ type TokenSource struct {
 	// print them.
 	secret func() string
 	signer func() crypto.Signer
+	dpop   *dpopKey // nil without Config.DPoPKey
 	group  singleflight.Group
 
 	mu  sync.Mutex
@@ -46,7 +47,14 @@ func NewTokenSource(cfg Config) (*TokenSource, error) {
 	}
 	secret, key := cfg.ClientSecret, cfg.PrivateKey
 	cfg.ClientSecret, cfg.PrivateKey = "", nil
-	return &TokenSource{cfg: cfg, secret: func() string { return secret }, signer: func() crypto.Signer { return key }}, nil
+	s := &TokenSource{cfg: cfg, secret: func() string { return secret }, signer: func() crypto.Signer { return key }}
+	if cfg.DPoPKey != nil {
+		if s.dpop, err = newDPoPKey(cfg.DPoPKey, cfg.DPoPAlgorithm); err != nil {
+			return nil, err
+		}
+		s.cfg.DPoPKey = nil
+	}
+	return s, nil
 }
 
 // String describes the source without its secret, key or token.
@@ -234,12 +242,18 @@ func (s *TokenSource) post(ctx context.Context, endpoint string, form url.Values
 	if authorization != "" {
 		req.Header.Set("Authorization", authorization)
 	}
+	if !revocation {
+		if err := s.dpopTokenRequest(req); err != nil {
+			return nil, nil, &TokenError{Err: err, final: true}
+		}
+	}
 	resp, err := s.cfg.HTTPClient.Do(req)
 	if err != nil {
 		// *url.Error names the URL and the cause, never the body or header.
 		return nil, nil, &TokenError{Err: err, revocation: revocation}
 	}
 	defer resp.Body.Close()
+	nonce := s.dpopAnswer(req.URL, resp)
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	if err != nil {
 		return nil, nil, &TokenError{StatusCode: resp.StatusCode, Err: fmt.Errorf("reading the answer: %w", err), revocation: revocation}
@@ -251,7 +265,7 @@ func (s *TokenSource) post(ctx context.Context, endpoint string, form url.Values
 		}
 		_ = json.Unmarshal(data, &oe)
 		return nil, nil, &TokenError{StatusCode: resp.StatusCode, Code: oe.Error, Description: oe.Description,
-			RetryAfter: retryAfter(resp.Header, s.cfg.Now), revocation: revocation}
+			RetryAfter: retryAfter(resp.Header, s.cfg.Now), revocation: revocation, nonce: nonce}
 	}
 	return resp, data, nil
 }
@@ -263,6 +277,10 @@ func (s *TokenSource) request(ctx context.Context, start time.Time) (*oauth2.Tok
 		form.Set("scope", strings.Join(s.cfg.Scopes, " "))
 	}
 	resp, data, err := s.post(ctx, s.cfg.TokenURL, form, false)
+	if retryWithNonce(err) {
+		// RFC 9449 section 8: once more, with the nonce just given.
+		resp, data, err = s.post(ctx, s.cfg.TokenURL, form, false)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -270,14 +288,21 @@ func (s *TokenSource) request(ctx context.Context, start time.Time) (*oauth2.Tok
 	if err := json.Unmarshal(data, &tr); err != nil || tr.AccessToken == "" {
 		return nil, &TokenError{StatusCode: resp.StatusCode, Err: errors.New("the answer holds no access_token")}
 	}
-	if !strings.EqualFold(tr.TokenType, "Bearer") {
+	tokenType := "Bearer"
+	switch {
+	case strings.EqualFold(tr.TokenType, "Bearer"):
+	case s.dpop != nil && strings.EqualFold(tr.TokenType, TokenTypeDPoP):
+		tokenType = TokenTypeDPoP // RFC 9449 section 5: bound to DPoPKey
+	case s.dpop != nil:
+		return nil, &TokenError{StatusCode: resp.StatusCode, Err: fmt.Errorf("token_type %q, want DPoP or Bearer", tr.TokenType)}
+	default:
 		return nil, &TokenError{StatusCode: resp.StatusCode, Err: fmt.Errorf("token_type %q, want Bearer", tr.TokenType)}
 	}
 	if tr.ExpiresIn <= 0 {
 		return nil, &TokenError{StatusCode: resp.StatusCode, Err: errors.New("the answer holds no positive expires_in")}
 	}
 	tok := &oauth2.Token{
-		AccessToken: tr.AccessToken, TokenType: "Bearer", ExpiresIn: tr.ExpiresIn,
+		AccessToken: tr.AccessToken, TokenType: tokenType, ExpiresIn: tr.ExpiresIn,
 		// Expiry counts from when the request was sent, not answered: a
 		// slow answer makes the token renew early, never late.
 		Expiry: start.Add(time.Duration(tr.ExpiresIn) * time.Second),

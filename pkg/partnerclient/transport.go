@@ -7,8 +7,11 @@ import (
 )
 
 // Transport is an http.RoundTripper that sends every request with
-// "Authorization: Bearer" and a token of Source, and retries as the API
-// recommends: once after a 401 with a fresh token, after a 429 when
+// "Authorization: Bearer" and a token of Source (with Config.DPoPKey and a
+// DPoP-bound token: "Authorization: DPoP" and a fresh DPoP proof, RFC 9449
+// section 7.1), and retries as the API recommends: once after a 401 with a
+// fresh token (once after a 401 use_dpop_nonce with the server's nonce,
+// section 9), after a 429 when
 // Retry-After allows, and after a 5xx with backoff (see the package
 // documentation). A request is retried only if its body can be replayed
 // (no body, or GetBody set, as http.NewRequest does for in-memory bodies);
@@ -51,7 +54,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	cfg := &t.Source.cfg
 	replayable := req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
-	refreshed := false
+	refreshed, nonced := false, false
 	for attempt, retries := 0, 0; ; attempt++ {
 		tok, err := t.Source.TokenContext(ctx)
 		if err != nil {
@@ -64,12 +67,26 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 				return nil, err
 			}
 		}
-		out.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+		if err := t.Source.authorize(out, tokenValue{tok.AccessToken, tok.TokenType}); err != nil {
+			closeBody(out)
+			return nil, err
+		}
 		resp, err := t.base().RoundTrip(out)
-		if err != nil || !replayable {
+		if err != nil {
 			return resp, err
 		}
+		fresh := t.Source.dpopAnswer(out.URL, resp)
+		if !replayable {
+			return resp, nil
+		}
 		switch {
+		case fresh && !nonced && nonceChallenge(resp):
+			// RFC 9449 section 9: the resource server wants its nonce in
+			// the proof. Once more with it, and the same token.
+			nonced = true
+			discard(resp)
+			cfg.Logger.InfoContext(ctx, "partnerclient: use_dpop_nonce, retrying once with the server's nonce", "method", req.Method, "path", req.URL.Path)
+			continue
 		case resp.StatusCode == http.StatusUnauthorized && !refreshed:
 			// RFC 6750 section 3.1: the token expired or was revoked (a
 			// rotation). Drop it and try once more with a fresh one.
