@@ -75,3 +75,28 @@ func TestRFC9449ResourceRequestProof(t *testing.T) {
 		t.Fatal("the token request's proof verified for the resource request")
 	}
 }
+
+// The worked example of the DPoP guide's draft
+// (resourceserver/apidocs/drafts/dpop.md), made by the SDK: a token
+// request's proof and an API request's proof with ath, one key.
+const (
+	guideTokenProof = "eyJ0eXAiOiJkcG9wK2p3dCIsImFsZyI6IkVTMjU2IiwiandrIjp7ImNydiI6IlAtMjU2Iiwia3R5IjoiRUMiLCJ4IjoialgyS0dkTlFKX1VYblBtd0d5bzRLWC00UkVfVEN6aFFnUG9POVVWaktJVSIsInkiOiJDc3Nxc1BIZ1NIUGxZZURsaDdRNHF4UXg4RXRRYnoxeUtyNDhYNmFadnhBIn19.eyJqdGkiOiJIVTRJSVNydjF4ZEJ3WEJwWmZ5NDZRIiwiaHRtIjoiUE9TVCIsImh0dSI6Imh0dHBzOi8vYXBpLmV4YW1wbGUuY29tL2FwaS92MS9vYXV0aC90b2tlbi8iLCJpYXQiOjE3OTUwMDAwMDB9.gJzIInvldhL4KUfrbQpRgFhIQr0A0dnVPsBXqtcWaDLKOlfrP85Jiz9DN-3wUS3ZrNLjArwl-lp2P5wseizdrg"
+	guideAPIProof   = "eyJ0eXAiOiJkcG9wK2p3dCIsImFsZyI6IkVTMjU2IiwiandrIjp7ImNydiI6IlAtMjU2Iiwia3R5IjoiRUMiLCJ4IjoialgyS0dkTlFKX1VYblBtd0d5bzRLWC00UkVfVEN6aFFnUG9POVVWaktJVSIsInkiOiJDc3Nxc1BIZ1NIUGxZZURsaDdRNHF4UXg4RXRRYnoxeUtyNDhYNmFadnhBIn19.eyJqdGkiOiJNTU1mcDMzaEtFem1IZ2JSM0hzWUJnIiwiaHRtIjoiR0VUIiwiaHR1IjoiaHR0cHM6Ly9hcGkuZXhhbXBsZS5jb20vYXBpL3YxL21lLyIsImlhdCI6MTc5NTAwMDAwMiwiYXRoIjoiem1ETmlPUVVXVG1ldm8yR01GMF9jYlhLTDRiY2UzUS1ING1laVZmZUo2RSJ9.QC77esKpXihzotobXk1L-Hlik_PbSchBmnmtLGPZa6UzhaRQQJkFXu9YJ4L_qHorJugKerh_yQ7cRjt488k7ug"
+	guideToken      = "svc_at_eyJhbGciOiJFZERTQSJ9.example.token"
+	guideJKT        = "8wJbJnEC-VAmXna0SkhNJZKSnWm1lnWvIzYvxTk5Aoc"
+)
+
+func TestGuideExample(t *testing.T) {
+	p, err := dpop.Verify(dpop.Input{Headers: []string{guideTokenProof}, Method: "POST", URI: "https://api.example.com/api/v1/oauth/token/", Now: time.Unix(1795000000, 0)})
+	if err != nil || p.JKT != guideJKT || p.JTI != "HU4IISrv1xdBwXBpZfy46Q" {
+		t.Fatalf("token request proof: %+v, %v", p, err)
+	}
+	p, err = dpop.Verify(dpop.Input{Headers: []string{guideAPIProof}, Method: "GET", URI: "https://api.example.com/api/v1/me/",
+		AccessToken: guideToken, Now: time.Unix(1795000002, 0)})
+	if err != nil || p.JKT != guideJKT || p.JTI != "MMMfp33hKEzmHgbR3HsYBg" {
+		t.Fatalf("API request proof: %+v, %v", p, err)
+	}
+	if err := dpop.CheckBinding(p, guideJKT); err != nil {
+		t.Fatal(err)
+	}
+}
