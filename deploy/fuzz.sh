@@ -19,6 +19,7 @@ targets=(
   "FuzzVerify ./pkg/accesstoken"
   "FuzzVerifySigned ./pkg/accesstoken"
   "FuzzVerify ./pkg/dpop"
+  "FuzzStrictObject ./pkg/dpop"
 )
 
 # corpus lists the inputs go test has written for a target (seeds and

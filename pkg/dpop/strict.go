@@ -1,7 +1,6 @@
 package dpop
 
 import (
-	"bytes"
 	"encoding/json"
 	"strings"
 )
@@ -13,19 +12,29 @@ import (
 // without this {"htm":"GET","HTM":"POST"} or a lone "Htu" would decode, and
 // which value counts would differ between parsers. It is the rule
 // pkg/accesstoken applies to access tokens.
+//
+// It runs on every proof before the signature is checked, three times, so
+// it does not use json.Decoder's Token, which allocates for every member:
+// json.Valid checks the syntax without allocating, then the members' names
+// are read by a scanner that only has to find them in valid JSON.
 func strictObject(obj []byte, exact []string) bool {
-	dec := json.NewDecoder(bytes.NewReader(obj))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+	if !json.Valid(obj) {
+		return false
+	}
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
 		return false
 	}
 	var seenBuf [maxMembers]string
 	seen := seenBuf[:0]
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return false
-		}
-		name, ok := tok.(string)
+	i = skipSpace(obj, i+1)
+	if obj[i] == '}' {
+		return true
+	}
+	for {
+		// obj[i] is the '"' of a member name (the JSON is valid).
+		end := stringEnd(obj, i)
+		name, ok := memberName(obj[i:end])
 		if !ok || len(seen) == maxMembers {
 			return false
 		}
@@ -40,15 +49,85 @@ func strictObject(obj []byte, exact []string) bool {
 			}
 		}
 		seen = append(seen, name)
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			return false
+		i = skipSpace(obj, end) // at ':'
+		i = skipValue(obj, i+1) // after the value
+		i = skipSpace(obj, i)   // at ',' or '}'
+		if obj[i] == '}' {
+			return true
+		}
+		i = skipSpace(obj, i+1) // at the next name
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// stringEnd returns the index after the string starting at b[i] == '"'.
+func stringEnd(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++ // the escaped character; \uXXXX's digits are plain
+		case '"':
+			return i + 1
 		}
 	}
-	if _, err := dec.Token(); err != nil {
-		return false
+	return len(b)
+}
+
+// memberName decodes a quoted member name; one without escapes is its
+// bytes between the quotes.
+func memberName(quoted []byte) (string, bool) {
+	inner := quoted[1 : len(quoted)-1]
+	for _, c := range inner {
+		if c == '\\' {
+			var s string
+			if err := json.Unmarshal(quoted, &s); err != nil {
+				return "", false
+			}
+			return s, true
+		}
 	}
-	// Nothing after the object.
-	_, err := dec.Token()
-	return err != nil
+	return string(inner), true
+}
+
+// skipValue returns the index after the value that starts at or after
+// b[i]: a string, an object or array (nested to any depth), or a literal.
+func skipValue(b []byte, i int) int {
+	i = skipSpace(b, i)
+	depth := 0
+	for i < len(b) {
+		switch c := b[i]; c {
+		case '"':
+			i = stringEnd(b, i)
+			if depth == 0 {
+				return i
+			}
+			continue
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				return i + 1
+			}
+			if depth < 0 {
+				return i // the end of the enclosing object
+			}
+		case ',':
+			if depth == 0 {
+				return i
+			}
+		case ' ', '\t', '\n', '\r':
+			if depth == 0 {
+				return i
+			}
+		}
+		i++
+	}
+	return i
 }

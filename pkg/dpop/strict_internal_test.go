@@ -1,0 +1,113 @@
+package dpop
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+)
+
+// strictObjectReference is strictObject written the plain way, with
+// json.Decoder's tokens (as pkg/accesstoken does): the scanner must agree
+// with it on every input.
+func strictObjectReference(obj []byte, exact []string) bool {
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return false
+	}
+	var seen []string
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		name, ok := tok.(string)
+		if !ok || len(seen) == maxMembers {
+			return false
+		}
+		for _, s := range seen {
+			if strings.EqualFold(s, name) {
+				return false
+			}
+		}
+		for _, e := range exact {
+			if name != e && strings.EqualFold(name, e) {
+				return false
+			}
+		}
+		seen = append(seen, name)
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return false
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return false
+	}
+	_, err := dec.Token()
+	return err == io.EOF // nothing after the object
+}
+
+var strictCases = []struct {
+	in   string
+	want bool
+}{
+	{`{}`, true},
+	{` { } `, true},
+	{`{"typ":"dpop+jwt","alg":"ES256","jwk":{"kty":"EC","x":"a","y":"b"}}`, true},
+	{"{\n\t\"a\" :\r\n[1, {\"b\": [\"}\", \"]\"]}, true, null, -1.5e3] , \"c\":\"\\\"x\\\\\"}", true},
+	{`{"a":{"A":1,"a":2}}`, true}, // nested names are not the object's
+	{`{"a":1,"a":2}`, false},
+	{`{"a":1,"A":2}`, false},
+	{`{"TYP":"dpop+jwt"}`, false},
+	{`{"\u0074yp":"x","typ":"y"}`, false},
+	{`{"\u0054YP":"x"}`, false},
+	{`{"K":1,"\u212a":2}`, false}, // KELVIN SIGN folds to k
+	{`{"alg":"ES256"} {}`, false},
+	{`{}A`, false},
+	{`{"alg":"ES256"`, false},
+	{`["alg"]`, false},
+	{`"alg"`, false},
+	{``, false},
+	{`{"a":1,}`, false},
+	{`{"a" 1}`, false},
+	{"{\"a\":\"\xff\"}", true}, // invalid UTF-8 is valid JSON to encoding/json
+	{`{"x":"` + strings.Repeat(`\`, 5) + `"}`, false},
+	{`{"x":"` + strings.Repeat(`\`, 4) + `"}`, true},
+}
+
+func TestStrictObject(t *testing.T) {
+	many := "{"
+	for i := 0; i <= maxMembers; i++ {
+		if i > 0 {
+			many += ","
+		}
+		many += `"m` + strings.Repeat("x", i) + `":0`
+	}
+	many += "}"
+	cases := append(strictCases, struct {
+		in   string
+		want bool
+	}{many, false})
+	for _, tc := range cases {
+		exact := []string{"typ", "alg", "k"}
+		got, ref := strictObject([]byte(tc.in), exact), strictObjectReference([]byte(tc.in), exact)
+		if got != tc.want || ref != tc.want {
+			t.Errorf("strictObject(%q) = %v, reference %v, want %v", tc.in, got, ref, tc.want)
+		}
+	}
+}
+
+// FuzzStrictObject checks the scanner against the json.Decoder reference.
+func FuzzStrictObject(f *testing.F) {
+	for _, tc := range strictCases {
+		f.Add([]byte(tc.in))
+	}
+	f.Fuzz(func(t *testing.T, obj []byte) {
+		exact := []string{"typ", "alg", "htm"}
+		if got, ref := strictObject(obj, exact), strictObjectReference(obj, exact); got != ref {
+			t.Fatalf("strictObject(%q) = %v, reference %v", obj, got, ref)
+		}
+	})
+}
