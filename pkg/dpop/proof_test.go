@@ -254,3 +254,36 @@ func TestReplay(t *testing.T) {
 func rsaJWK(k *rsa.PrivateKey) json.RawMessage {
 	return json.RawMessage(`{"kty":"RSA","n":"` + b64(string(k.N.Bytes())) + `","e":"AQAB"}`)
 }
+
+// TestReplayTTLCoversAcceptance: a proof dated as far ahead as accepted is
+// still accepted window+leeway after its first use, and refused once its
+// replay mark (ReplayTTL) has expired; so the mark outlives every moment
+// the proof can be replayed, by ReplayMargin.
+func TestReplayTTLCoversAcceptance(t *testing.T) {
+	k := keyFor(t, "ES256")
+	for _, w := range []struct{ window, leeway time.Duration }{{0, 0}, {2 * time.Minute, 10 * time.Second}} {
+		window, leeway := w.window, w.leeway
+		if window == 0 {
+			window, leeway = dpop.DefaultWindow, dpop.DefaultLeeway
+		}
+		c := goodClaims()
+		c["iat"] = now.Add(leeway).Unix()
+		in := dpop.Input{Headers: []string{jwxProof(t, k, c)}, Method: testMethod, URI: testURI, Window: w.window, Leeway: w.leeway}
+		for _, at := range []struct {
+			after time.Duration
+			ok    bool
+		}{{0, true}, {window + leeway, true}, {dpop.ReplayTTL(w.window, w.leeway), false}} {
+			in.Now = now.Add(at.after)
+			_, err := dpop.Verify(in)
+			if (err == nil) != at.ok {
+				t.Errorf("window %v, leeway %v, %v after first use: %v", window, leeway, at.after, err)
+			}
+		}
+		// The same proof dated one second further ahead is refused.
+		c["iat"] = now.Add(leeway + time.Second).Unix()
+		in.Headers, in.Now = []string{jwxProof(t, k, c)}, now
+		if _, err := dpop.Verify(in); !errors.Is(err, dpop.ErrInvalidProof) {
+			t.Errorf("iat leeway+1s ahead: %v", err)
+		}
+	}
+}
