@@ -22,6 +22,7 @@ import (
 	"math/big"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -62,9 +63,11 @@ type dpopKey struct {
 func newDPoPKey(signer crypto.Signer, alg string) (*dpopKey, error) {
 	pub := signer.Public()
 	if alg == "" {
-		alg = defaultAlgorithm(pub)
+		if alg = defaultAlgorithm(pub); alg == "" {
+			return nil, errors.New("partnerclient: DPoP key: unsupported key type or curve (ECDSA P-256 or P-384, RSA, Ed25519)")
+		}
 	}
-	if !contains(dpopAlgorithms, alg) {
+	if !slices.Contains(dpopAlgorithms, alg) {
 		return nil, fmt.Errorf("partnerclient: DPoP algorithm %q is not supported (ES256, ES384, RS256, PS256 or EdDSA)", alg)
 	}
 	if err := checkAlgorithm(alg, pub); err != nil {
@@ -84,15 +87,6 @@ func newDPoPKey(signer crypto.Signer, alg string) (*dpopKey, error) {
 	}
 	sum := sha256.Sum256(jwk) // jwk is the RFC 7638 canonical form
 	return &dpopKey{signer: signer, alg: alg, header: b64url(h), jkt: b64url(sum[:]), nonces: map[string]string{}}, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 func b64url(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }

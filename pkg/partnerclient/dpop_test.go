@@ -464,7 +464,8 @@ func TestDPoPConfigValidate(t *testing.T) {
 		{testKeys()[RS256], RS384, `partnerclient: DPoP algorithm "RS384" is not supported (ES256, ES384, RS256, PS256 or EdDSA)`},
 		{testKeys()[ES256], ES384, `partnerclient: DPoP key: algorithm "ES384" does not fit an ECDSA key on P-256 (ES256: P-256, ES384: P-384)`},
 		{testKeys()[EdDSA], RS256, `partnerclient: DPoP key: algorithm "RS256" does not fit an Ed25519 key (EdDSA)`},
-		{p521, "", `partnerclient: DPoP algorithm "" is not supported (ES256, ES384, RS256, PS256 or EdDSA)`},
+		{p521, "", `partnerclient: DPoP key: unsupported key type or curve (ECDSA P-256 or P-384, RSA, Ed25519)`},
+		{p521, ES256, `partnerclient: DPoP key: algorithm "ES256" does not fit an ECDSA key on P-521 (ES256: P-256, ES384: P-384)`},
 		{nil, ES256, `partnerclient: DPoPAlgorithm needs DPoPKey`},
 	} {
 		_, err := NewTokenSource(Config{BaseURL: "https://api.example.com", ClientID: "svc_client", ClientSecret: "s", DPoPKey: tc.key, DPoPAlgorithm: tc.alg})
