@@ -538,3 +538,37 @@ func TestAuthParam(t *testing.T) {
 		}
 	}
 }
+
+// TestDPoPConcurrent: goroutines sharing one client each get a proof of
+// their own per request (the server refuses a jti seen before), while the
+// nonce is learnt once.
+func TestDPoPConcurrent(t *testing.T) {
+	d := newDPoPServer(t)
+	d.nonce = "nonce-1"
+	c, err := New(d.config(testKeys()[ES256], ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 5; i++ {
+				if _, err := c.Me(context.Background()); err != nil {
+					t.Errorf("Me: %v", err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	oks := 0
+	for _, r := range d.requests() {
+		if r == "/api/v1/me/ 200 " {
+			oks++
+		}
+	}
+	if oks != 40 {
+		t.Fatalf("%d API requests answered 200, want 40: %v", oks, d.requests())
+	}
+}
