@@ -2,7 +2,7 @@ package main
 
 import (
 	"github.com/partnerapi/authplatform/pkg/cli"
-	"github.com/partnerapi/authplatform/pkg/httpserver"
+	"github.com/partnerapi/authplatform/pkg/serveconfig"
 )
 
 // commands is the table of every authserver command: `authserver help`
@@ -14,7 +14,7 @@ func commands() []cli.Command {
 			Setup:   serveCommand},
 		{Name: "healthcheck", Synopsis: "[--url URL]",
 			Summary: "Exit 0 when the local /readyz answers 200 (container health checks without curl).",
-			Setup:   httpserver.HealthcheckCommand("8080")},
+			Setup:   serveconfig.HealthcheckCommand("8080")},
 		{Name: "keys generate", Synopsis: "--out FILE [--alg EdDSA|ES256] [--rotate [--keep N] | --stage] [--json]",
 			Summary: "Write a signing key set (0600); --rotate signs with a new key, --stage publishes one without signing with it.",
 			Setup:   keysGenerate},

@@ -13,7 +13,6 @@ import (
 	"github.com/partnerapi/authplatform/pkg/cli"
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/keywithdrawal"
-	"github.com/partnerapi/authplatform/pkg/redisconn"
 )
 
 // The keys commands manage the signing key set file. A zero-downtime key
@@ -132,20 +131,15 @@ func keysWithdraw(fl *flag.FlagSet, env cli.Env) cli.Action {
 		if err != nil {
 			return usageError{Msg: err.Error()}
 		}
-		url := env.Getenv("REDIS_URL")
-		confirm, err := redisconn.ConfirmationOf(url)
+		r, err := openRedis(ctx, env.Getenv)
 		if err != nil {
-			return usageError{Msg: err.Error()}
+			return err
 		}
-		rdb, err := redisconn.Open(url)
-		if err != nil {
-			return usageError{Msg: err.Error()}
-		}
-		defer rdb.Close()
+		defer r.rdb.Close()
 		// Redis first: if it fails, the file still holds the key and the
 		// command can be run again.
-		store := keywithdrawal.NewStore(rdb, env.Getenv("REDIS_KEY_PREFIX"))
-		store.ConfirmWrites(confirm)
+		store := keywithdrawal.NewStore(r.rdb, r.prefix)
+		store.ConfirmWrites(r.confirm)
 		version, err := store.Withdraw(ctx, kid)
 		if err != nil && version == 0 {
 			return err

@@ -10,7 +10,6 @@ import (
 
 	"github.com/partnerapi/authplatform/pkg/cli"
 	"github.com/partnerapi/authplatform/pkg/clients"
-	"github.com/partnerapi/authplatform/pkg/redisconn"
 )
 
 func main() {
@@ -41,7 +40,6 @@ confirmed by a Redis replica (run the command again).`
 
 // run is the whole program: main only supplies the process's environment.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	redisconn.SetLogger(nil)
 	p := &cli.Program{Name: "authserver", Commands: commands(), Notes: notes}
 	return p.Run(ctx, args, cli.Env{Getenv: getenv, Stdout: stdout, Stderr: stderr})
 }

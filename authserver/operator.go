@@ -13,6 +13,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/partnerapi/authplatform/authserver/operations"
 	"github.com/partnerapi/authplatform/pkg/cli"
 	"github.com/partnerapi/authplatform/pkg/clients"
@@ -27,22 +29,43 @@ import (
 // failover could undo (clients.ErrNotReplicated, exit status 3). close
 // releases the connection.
 func openRegistry(ctx context.Context, getenv func(string) string) (store *clients.Store, close func(), err error) {
+	r, err := openRedis(ctx, getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	store = clients.NewStore(r.rdb, r.prefix, nil)
+	store.ConfirmWrites(r.confirm)
+	return store, func() { _ = r.rdb.Close() }, nil
+}
+
+// commandRedis is the Redis of an operator command: the client of
+// REDIS_URL, the replicas its changes wait for, and REDIS_KEY_PREFIX.
+type commandRedis struct {
+	rdb     redis.UniversalClient
+	confirm redisconn.Confirmation
+	prefix  string
+}
+
+// openRedis opens the Redis of REDIS_URL for a command and checks that it
+// answers. Commands report a Redis failure themselves, in one line, so
+// go-redis's own log lines are silenced: the one place a command sets
+// go-redis's process-wide logger (serve sets it in serveconfig).
+func openRedis(ctx context.Context, getenv func(string) string) (commandRedis, error) {
+	redisconn.SetLogger(nil)
 	url := getenv("REDIS_URL")
 	confirm, err := redisconn.ConfirmationOf(url)
 	if err != nil {
-		return nil, nil, cli.AsUsage(err)
+		return commandRedis{}, cli.AsUsage(err)
 	}
 	rdb, err := redisconn.Open(url)
 	if err != nil {
-		return nil, nil, cli.AsUsage(err)
+		return commandRedis{}, cli.AsUsage(err)
 	}
 	if err := redisconn.Ping(ctx, rdb, 3*time.Second); err != nil {
 		_ = rdb.Close()
-		return nil, nil, fmt.Errorf("cannot reach Redis (REDIS_URL): %v", err)
+		return commandRedis{}, fmt.Errorf("cannot reach Redis (REDIS_URL): %v", err)
 	}
-	store = clients.NewStore(rdb, getenv("REDIS_KEY_PREFIX"), nil)
-	store.ConfirmWrites(confirm)
-	return store, func() { _ = rdb.Close() }, nil
+	return commandRedis{rdb: rdb, confirm: confirm, prefix: redisconn.KeyPrefix(getenv)}, nil
 }
 
 // operator declares --json and returns an action that runs body with the
@@ -158,7 +181,11 @@ func (k *keySource) source() (clients.ClientKeySource, error) {
 	if (k.file == "") == (k.url == "") {
 		return clients.ClientKeySource{}, usagef("give one of --jwks-file and --jwks-url")
 	}
-	src := clients.ClientKeySource{URL: k.url, AllowHTTP: k.getenv("JWKS_URL_ALLOW_HTTP") == "true"}
+	allowHTTP, err := cli.EnvBool(k.getenv, "JWKS_URL_ALLOW_HTTP", false)
+	if err != nil {
+		return clients.ClientKeySource{}, err
+	}
+	src := clients.ClientKeySource{URL: k.url, AllowHTTP: allowHTTP}
 	if k.file != "" {
 		data, err := os.ReadFile(k.file)
 		if err != nil {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -21,106 +20,68 @@ import (
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/httpserver"
 	"github.com/partnerapi/authplatform/pkg/keywithdrawal"
-	"github.com/partnerapi/authplatform/pkg/logging"
 	"github.com/partnerapi/authplatform/pkg/metrics"
 	"github.com/partnerapi/authplatform/pkg/redisconn"
+	"github.com/partnerapi/authplatform/pkg/serveconfig"
 )
 
-// defaultMetricsAddr serves /metrics on loopback only: off the
-// partner-facing port, and not exposed until an operator says where
-// (compose sets METRICS_ADDR=:9080).
-const defaultMetricsAddr = "127.0.0.1:9080"
+// defaults of the shared serve flags (serveconfig). /metrics and the admin
+// API listen on loopback only: off the partner-facing port, and not exposed
+// until an operator says where (compose sets METRICS_ADDR=:9080).
+var defaults = serveconfig.Defaults{
+	Addr:        ":8080",
+	MetricsAddr: "127.0.0.1:9080",
+	Issuer:      "http://localhost:8080",
+	Audience:    "partner-api",
+}
 
 // defaultAdminAddr serves the admin API on loopback only: never on the
 // partner-facing port, and not exposed until an operator says where.
 const defaultAdminAddr = "127.0.0.1:8090"
 
 // serveConfig is the configuration of `authserver serve`, from flags over
-// environment variables over defaults.
+// environment variables over defaults: the shared part and the token
+// service's own.
 type serveConfig struct {
-	Addr           string
-	MetricsAddr    string
-	AdminAddr      string
-	KeysFile       string
-	Issuer         string
-	Audience       string
-	RedisURL       string
-	TrustedProxies string
-	LogLevel       string
+	serveconfig.Config
+	AdminAddr string
+	KeysFile  string
 	// AcceptLegacySecrets: see tokenserver.Config.AcceptLegacySecrets.
 	AcceptLegacySecrets bool
 	// JWKS: what clients' jwks_uri may be (tokenserver.JWKSPolicy).
-	JWKS     tokenserver.JWKSPolicy
-	MaxConns int // 0: httpserver.DefaultMaxConns (from RLIMIT_NOFILE)
-	// AutoPipeline: clients.Store.UseAutoPipeline for the token service.
-	AutoPipeline bool
+	JWKS tokenserver.JWKSPolicy
 }
 
 func (c serveConfig) Validate() error {
-	var errs []error
-	if c.Addr == "" {
-		errs = append(errs, errors.New("--addr (ADDR) is required"))
-	}
-	if !metrics.ValidAddr(c.MetricsAddr) {
-		errs = append(errs, fmt.Errorf("--metrics-addr (METRICS_ADDR) %q: want host:port, :port or off", c.MetricsAddr))
-	}
-	if !metrics.ValidAddr(c.AdminAddr) {
+	errs := c.Problems()
+	if !httpserver.ValidAddr(c.AdminAddr) {
 		errs = append(errs, fmt.Errorf("--admin-addr (ADMIN_ADDR) %q: want host:port, :port or off", c.AdminAddr))
-	} else if c.AdminAddr != "off" && c.AdminAddr == c.Addr {
+	} else if c.AdminAddr != httpserver.Off && c.AdminAddr == c.Addr {
 		errs = append(errs, errors.New("--admin-addr (ADMIN_ADDR) must not be the partner-facing --addr"))
 	}
 	if c.KeysFile == "" {
 		errs = append(errs, errors.New("--keys (KEYS_FILE) is required: create one with 'authserver keys generate --out FILE'"))
 	}
-	if c.Issuer == "" {
-		errs = append(errs, errors.New("--issuer (ISSUER) is required"))
-	}
-	if c.Audience == "" {
-		errs = append(errs, errors.New("--audience (AUDIENCE) is required"))
-	}
-	if _, err := clientip.ParseTrust(c.TrustedProxies); err != nil {
-		errs = append(errs, err)
-	}
-	if c.MaxConns < 0 {
-		errs = append(errs, errors.New("--max-conns (MAX_CONNS) must not be negative"))
-	}
 	return errors.Join(errs...)
 }
 
 func serveCommand(fs *flag.FlagSet, env cli.Env) cli.Action {
-	getenv := env.Getenv
+	f := &cli.EnvFlags{FS: fs, Getenv: env.Getenv}
 	cfg := &serveConfig{}
-	fs.StringVar(&cfg.Addr, "addr", cli.EnvOr(getenv, "ADDR", ":8080"), "listen address of the API (env ADDR)")
-	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", cli.EnvOr(getenv, "METRICS_ADDR", defaultMetricsAddr), "listen address of GET /metrics, or off (env METRICS_ADDR)")
-	fs.StringVar(&cfg.AdminAddr, "admin-addr", cli.EnvOr(getenv, "ADMIN_ADDR", defaultAdminAddr), "listen address of the admin API, or off (env ADMIN_ADDR)")
-	fs.StringVar(&cfg.KeysFile, "keys", getenv("KEYS_FILE"), "JWK set file of signing keys (env KEYS_FILE)")
-	fs.StringVar(&cfg.Issuer, "issuer", cli.EnvOr(getenv, "ISSUER", "http://localhost:8080"), "token issuer (iss) and public base URL (env ISSUER)")
-	fs.StringVar(&cfg.Audience, "audience", cli.EnvOr(getenv, "AUDIENCE", "partner-api"), "token audience (aud) (env AUDIENCE)")
-	// Not defaulted from the environment like the others: --help would
-	// print the URL's password.
-	fs.StringVar(&cfg.RedisURL, "redis-url", "", "Redis URL (env REDIS_URL, preferred: flags are visible in ps; default "+redisconn.DefaultURL+")")
-	fs.StringVar(&cfg.TrustedProxies, "trusted-proxies", getenv("TRUSTED_PROXIES"), "comma-separated proxy CIDRs whose forwarded headers are trusted (env TRUSTED_PROXIES)")
-	fs.StringVar(&cfg.LogLevel, "log-level", getenv("LOG_LEVEL"), "debug, info, warn or error (env LOG_LEVEL; default info)")
-	fs.BoolVar(&cfg.AcceptLegacySecrets, "accept-legacy-secrets", getenv("ACCEPT_LEGACY_SECRETS") == "true",
-		"also accept client secrets issued before checksums, until every such client is rotated (env ACCEPT_LEGACY_SECRETS=true)")
-	fs.BoolVar(&cfg.JWKS.AllowHTTP, "jwks-url-allow-http", getenv("JWKS_URL_ALLOW_HTTP") == "true",
-		"fetch private_key_jwt clients' jwks_uri over plain http too, not only https (env JWKS_URL_ALLOW_HTTP=true)")
-	fs.BoolVar(&cfg.JWKS.AllowPrivate, "jwks-url-allow-private", getenv("JWKS_URL_ALLOW_PRIVATE") == "true",
-		"let a jwks_uri resolve to loopback, private or link-local addresses (env JWKS_URL_ALLOW_PRIVATE=true)")
-	fs.BoolVar(&cfg.AutoPipeline, "redis-autopipeline", getenv("REDIS_AUTOPIPELINE") == "true",
-		"send the per-request Redis scripts through go-redis's automatic pipelining (env REDIS_AUTOPIPELINE=true)")
-	maxConns := fs.String("max-conns", getenv("MAX_CONNS"), "connections served at once (env MAX_CONNS; default: from the open file limit)")
+	cfg.Declare(f, defaults)
+	f.String(&cfg.AdminAddr, "admin-addr", "ADMIN_ADDR", defaultAdminAddr, "listen address of the admin API, or off")
+	f.String(&cfg.KeysFile, "keys", "KEYS_FILE", "", "JWK set file of signing keys")
+	f.Bool(&cfg.AcceptLegacySecrets, "accept-legacy-secrets", "ACCEPT_LEGACY_SECRETS", false,
+		"also accept client secrets issued before checksums, until every such client is rotated")
+	f.Bool(&cfg.JWKS.AllowHTTP, "jwks-url-allow-http", "JWKS_URL_ALLOW_HTTP", false,
+		"fetch private_key_jwt clients' jwks_uri over plain http too, not only https")
+	f.Bool(&cfg.JWKS.AllowPrivate, "jwks-url-allow-private", "JWKS_URL_ALLOW_PRIVATE", false,
+		"let a jwks_uri resolve to loopback, private or link-local addresses")
 	return func(ctx context.Context, _ []string) error {
-		if cfg.RedisURL == "" {
-			cfg.RedisURL = getenv("REDIS_URL")
+		if err := f.Err(); err != nil {
+			return err
 		}
-		if *maxConns != "" {
-			n, err := strconv.Atoi(*maxConns)
-			if err != nil {
-				return usagef("--max-conns (MAX_CONNS) %q: want a number", *maxConns)
-			}
-			cfg.MaxConns = n
-		}
+		cfg.Finish(env.Getenv)
 		return serve(ctx, *cfg, env)
 	}
 }
@@ -129,15 +90,11 @@ func serve(ctx context.Context, cfg serveConfig, env cli.Env) error {
 	if err := cfg.Validate(); err != nil {
 		return cli.AsUsage(err)
 	}
-	// The access log's records share write(2)s under load (BatchWriter);
-	// what is pending is written before serve returns.
-	logs := logging.NewBatchWriter(env.Stderr)
-	defer logs.Close()
-	logger, err := logging.New(logs, cfg.LogLevel)
+	logger, closeLogs, err := cfg.Logger(env.Stderr)
 	if err != nil {
-		return cli.AsUsage(err)
+		return err
 	}
-	redisconn.SetLogger(logger)
+	defer closeLogs()
 	keys, err := accesstoken.LoadKeySet(cfg.KeysFile)
 	if err != nil {
 		return err
@@ -149,9 +106,8 @@ func serve(ctx context.Context, cfg serveConfig, env cli.Env) error {
 	defer rdb.Close()
 	m := metrics.NewTokenService(metrics.New("authserver"))
 	rdb.AddHook(m.RedisHook())
-	trust, _ := clientip.ParseTrust(cfg.TrustedProxies)
-	prefix := env.Getenv("REDIS_KEY_PREFIX")
-	registry := clients.NewStore(rdb, prefix, nil)
+	trust := cfg.Trust()
+	registry := clients.NewStore(rdb, cfg.KeyPrefix, nil)
 	if cfg.AutoPipeline {
 		if err := registry.UseAutoPipeline(); err != nil {
 			return err
@@ -168,50 +124,46 @@ func serve(ctx context.Context, cfg serveConfig, env cli.Env) error {
 	if err != nil {
 		return err
 	}
-	defer watchWithdrawals(ctx, rdb, prefix, cfg.KeysFile, keys, h, logger).Close()
-	admin, err := newAdmin(logger, cfg, env, rdb, h, trust)
+	defer watchWithdrawals(ctx, rdb, cfg.KeyPrefix, cfg.KeysFile, keys, h, logger).Close()
+	admin, err := newAdmin(logger, cfg, rdb, h, trust)
 	if err != nil {
 		return err
 	}
-	ls, err := metrics.ListenAll(cfg.Addr, cfg.MetricsAddr)
-	if err != nil {
+	g := httpserver.NewGroup(logger, m.Metrics)
+	if err := cfg.Listen(g); err != nil {
 		return err
 	}
-	aln, err := metrics.Listen(cfg.AdminAddr) // the same "host:port or off" rule
+	aaddr, err := g.Listen(httpserver.Admin, cfg.AdminAddr)
 	if err != nil {
-		ls.Close()
-		return fmt.Errorf("listen on %s (admin API): %w", cfg.AdminAddr, err)
+		g.Close()
+		return err
 	}
+	g.Handle(httpserver.API, h)
+	g.Handle(httpserver.Admin, admin)
 	if err := redisconn.Ping(ctx, rdb, 2*time.Second); err != nil {
 		logger.Warn("redis does not answer yet; requests get 503 until it does", "err", err)
 	}
-	logger.Info("token service listening", "addr", ls.API.Addr().String(), "issuer", cfg.Issuer, "signing_kid", keys.SigningKeyID())
-	fmt.Fprintf(env.Stdout, "authserver listening on http://%s\n", ls.API.Addr())
-	if aln == nil {
-		return m.ServeWith(ctx, ls, h, logger, httpserver.MaxConns(cfg.MaxConns))
+	addr := g.Addr(httpserver.API)
+	logger.Info("token service listening", "addr", addr.String(), "issuer", cfg.Issuer, "signing_kid", keys.SigningKeyID())
+	fmt.Fprintf(env.Stdout, "authserver listening on http://%s\n", addr)
+	if aaddr != nil {
+		logger.Info("admin API listening", "addr", aaddr.String())
+		fmt.Fprintf(env.Stdout, "admin API listening on http://%s%s\n", aaddr, adminapi.Prefix)
 	}
-	logger.Info("admin API listening", "addr", aln.Addr().String())
-	fmt.Fprintf(env.Stdout, "admin API listening on http://%s%s\n", aln.Addr(), adminapi.Prefix)
-	adminDone := make(chan error, 1)
-	go func() { adminDone <- httpserver.Serve(ctx, aln, m.Middleware(admin), logger.With("listener", "admin")) }()
-	err = m.ServeWith(ctx, ls, h, logger, httpserver.MaxConns(cfg.MaxConns))
-	if aerr := <-adminDone; err == nil && aerr != nil {
-		err = fmt.Errorf("admin API: %w", aerr)
-	}
-	return err
+	return g.Serve(ctx)
 }
 
 // newAdmin wires the admin API (nil when --admin-addr is off). Its changes
 // wait for the replicas REDIS_URL asks for, like the command line's.
-func newAdmin(logger *slog.Logger, cfg serveConfig, env cli.Env, rdb redis.UniversalClient, h *tokenserver.Server, trust clientip.Trust) (http.Handler, error) {
-	if cfg.AdminAddr == "off" {
+func newAdmin(logger *slog.Logger, cfg serveConfig, rdb redis.UniversalClient, h *tokenserver.Server, trust clientip.Trust) (http.Handler, error) {
+	if cfg.AdminAddr == httpserver.Off {
 		return nil, nil
 	}
 	confirm, err := redisconn.ConfirmationOf(cfg.RedisURL)
 	if err != nil {
 		return nil, cli.AsUsage(err)
 	}
-	prefix := env.Getenv("REDIS_KEY_PREFIX")
+	prefix := cfg.KeyPrefix
 	store := clients.NewStore(rdb, prefix, nil)
 	store.ConfirmWrites(confirm)
 	withdrawals := keywithdrawal.NewStore(rdb, prefix)

@@ -63,7 +63,7 @@ flags:
 	}{
 		{nil, []string{"nope"}, "resourceserver: unknown command \"nope\" (run 'resourceserver help')\n", 2},
 		{nil, []string{"serve", "extra"}, "resourceserver: serve takes 0 argument(s), got 1 (run 'resourceserver serve --help')\n", 2},
-		{nil, []string{"serve", "--metrics-addr", "nowhere"}, "resourceserver: invalid configuration: metrics-addr \"nowhere\": want host:port, :port or off\n", 2},
+		{nil, []string{"serve", "--metrics-addr", "nowhere"}, "resourceserver: invalid configuration: --metrics-addr (METRICS_ADDR) \"nowhere\": want host:port, :port or off\n", 2},
 		{nil, []string{"healthcheck", "--url", "http://127.0.0.1:1/readyz"}, "resourceserver: healthcheck: probe http://127.0.0.1:1/readyz: Get \"http://127.0.0.1:1/readyz\": dial tcp 127.0.0.1:1: connect: connection refused\n", 1},
 	} {
 		stdout, stderr, code := execResourceserver(t, tc.env, tc.args...)

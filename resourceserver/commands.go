@@ -2,7 +2,7 @@ package main
 
 import (
 	"github.com/partnerapi/authplatform/pkg/cli"
-	"github.com/partnerapi/authplatform/pkg/httpserver"
+	"github.com/partnerapi/authplatform/pkg/serveconfig"
 )
 
 // commands is the table of every resourceserver command: `resourceserver
@@ -14,6 +14,6 @@ func commands() []cli.Command {
 			Setup:   serveCommand},
 		{Name: "healthcheck", Synopsis: "[--url URL]",
 			Summary: "Exit 0 when the local /readyz answers 200 (container health checks without curl).",
-			Setup:   httpserver.HealthcheckCommand("8081")},
+			Setup:   serveconfig.HealthcheckCommand("8081")},
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"syscall"
 
 	"github.com/partnerapi/authplatform/pkg/cli"
-	"github.com/partnerapi/authplatform/pkg/redisconn"
 )
 
 func main() {
@@ -30,7 +29,6 @@ Exit status: 0 success, 1 runtime failure, 2 usage error.`
 // getenv. It returns when the command is done or, for serve, when ctx is
 // cancelled (SIGINT, SIGTERM) and the server has shut down.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	redisconn.SetLogger(nil)
 	p := &cli.Program{Name: "resourceserver", Commands: commands(), Notes: notes}
 	return p.Run(ctx, args, cli.Env{Getenv: getenv, Stdout: stdout, Stderr: stderr})
 }

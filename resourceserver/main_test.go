@@ -211,9 +211,11 @@ func TestRunErrors(t *testing.T) {
 			"every problem at once",
 			[]string{"resourceserver", "serve", "--addr", "nonsense", "--jwks-url", "ftp://x", "--audience", " ", "--log-level", "loud"},
 			map[string]string{"TRUSTED_PROXIES": "10.0.0.0/8, bad", "REDIS_URL": "redis://user:hunter2@[::1", "ISSUER": " ", "BASE_URL": "nope"},
-			[]string{`addr "nonsense"`, `jwks-url "ftp://x"`, "issuer: required", "audience: required", "REDIS_URL",
-				`trusted proxy "bad"`, `log level "loud"`, `base-url "nope"`},
+			[]string{`--addr (ADDR) "nonsense"`, `--jwks-url (JWKS_URL) "ftp://x"`, "--issuer (ISSUER) is required", "--audience (AUDIENCE) is required", "REDIS_URL",
+				`trusted proxy "bad"`, `log level "loud"`, `--base-url (BASE_URL) "nope"`},
 		},
+		{"boolean variable, not a boolean", []string{"resourceserver", "serve"}, map[string]string{"REDIS_AUTOPIPELINE": "yes"},
+			[]string{`REDIS_AUTOPIPELINE="yes": want true or false (or 1 or 0)`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

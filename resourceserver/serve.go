@@ -11,7 +11,6 @@ import (
 	"github.com/partnerapi/authplatform/pkg/cli"
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/httpserver"
-	"github.com/partnerapi/authplatform/pkg/logging"
 	"github.com/partnerapi/authplatform/pkg/metrics"
 	"github.com/partnerapi/authplatform/pkg/redisconn"
 	"github.com/partnerapi/authplatform/resourceserver/api"
@@ -26,7 +25,9 @@ func serveCommand(fs *flag.FlagSet, env cli.Env) cli.Action {
 	cfg := &config{}
 	finish := cfg.declareFlags(fs, env.Getenv)
 	return func(ctx context.Context, _ []string) error {
-		finish()
+		if err := finish(); err != nil {
+			return err
+		}
 		return serve(ctx, cfg, env)
 	}
 }
@@ -38,15 +39,11 @@ func serve(ctx context.Context, cfg *config, env cli.Env) error {
 	if err := cfg.Validate(); err != nil {
 		return cli.AsUsage(err)
 	}
-	// The access log's records share write(2)s under load (BatchWriter);
-	// what is pending is written before serve returns.
-	logs := logging.NewBatchWriter(env.Stderr)
-	defer logs.Close()
-	logger, err := logging.New(logs, cfg.LogLevel)
+	logger, closeLogs, err := cfg.Logger(env.Stderr)
 	if err != nil {
-		return cli.AsUsage(err)
+		return err
 	}
-	redisconn.SetLogger(logger)
+	defer closeLogs()
 	m := metrics.NewResourceServer(metrics.New("resourceserver"))
 
 	rdb, err := redisconn.Open(cfg.RedisURL)
@@ -90,7 +87,7 @@ func serve(ctx context.Context, cfg *config, env cli.Env) error {
 	handler, err := api.NewServer(logger, api.Config{
 		Issuer:   cfg.Issuer,
 		Audience: cfg.Audience,
-		Trust:    cfg.trust(),
+		Trust:    cfg.Trust(),
 	}, api.Deps{
 		Registry: registry,
 		Keys:     withdrawals.Filter(keys),
@@ -102,12 +99,14 @@ func serve(ctx context.Context, cfg *config, env cli.Env) error {
 		return err
 	}
 
-	ls, err := metrics.ListenAll(cfg.Addr, cfg.MetricsAddr)
-	if err != nil {
+	g := httpserver.NewGroup(logger, m.Metrics)
+	if err := cfg.Listen(g); err != nil {
 		return err
 	}
-	logger.Info("listening", slog.String("addr", ls.API.Addr().String()), slog.String("jwks_url", cfg.JWKSURL),
+	g.Handle(httpserver.API, handler)
+	addr := g.Addr(httpserver.API)
+	logger.Info("listening", slog.String("addr", addr.String()), slog.String("jwks_url", cfg.JWKSURL),
 		slog.String("issuer", cfg.Issuer), slog.String("audience", cfg.Audience))
-	fmt.Fprintf(env.Stdout, "resourceserver listening on http://%s\n", ls.API.Addr())
-	return m.ServeWith(ctx, ls, handler, logger, httpserver.MaxConns(cfg.maxConns()))
+	fmt.Fprintf(env.Stdout, "resourceserver listening on http://%s\n", addr)
+	return g.Serve(ctx)
 }

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -17,7 +16,6 @@ import (
 	"github.com/partnerapi/authplatform/pkg/clientip"
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/httpserver"
-	"github.com/partnerapi/authplatform/pkg/metrics"
 )
 
 // Config configures the admin API.
@@ -75,7 +73,6 @@ type Server struct {
 	deps    Deps
 	idem    *idempotency
 	audit   *auditLog
-	mux     *http.ServeMux
 	handler http.Handler
 }
 
@@ -87,50 +84,29 @@ func NewServer(logger *slog.Logger, cfg Config, deps Deps) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Server{log: logger, cfg: cfg, deps: deps, mux: http.NewServeMux(),
+	s := &Server{log: logger, cfg: cfg, deps: deps,
 		idem:  &idempotency{rdb: deps.Redis, prefix: cfg.KeyPrefix, ttl: IdempotencyTTL, lockTTL: idempotencyLockTTL},
 		audit: &auditLog{rdb: deps.Redis, key: cfg.KeyPrefix + "{admin}:audit", now: cfg.Now}}
+	var routes []httpserver.Route
 	for _, rt := range s.routes() {
-		s.mux.Handle(rt.method+" "+rt.pattern, s.endpoint(rt))
+		routes = append(routes, httpserver.Route{Pattern: rt.method + " " + rt.pattern, Handler: s.endpoint(rt)})
 	}
-	s.handler = httpserver.Base{Logger: logger, Trust: cfg.Trust}.Wrap(http.HandlerFunc(s.dispatch))
+	s.handler = httpserver.Base{Logger: logger, Trust: cfg.Trust}.Wrap(httpserver.NewRouter(routes, s.misrouted))
 	return s, nil
 }
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
-// dispatch routes with the ServeMux but answers its 404 and 405 as
-// problems (it writes them in plain text), and labels metrics with the
-// matched pattern, never the raw path.
-func (s *Server) dispatch(w http.ResponseWriter, r *http.Request) {
-	h, pattern := s.mux.Handler(r)
-	if pattern == "" {
-		c := &captured{header: http.Header{}}
-		h.ServeHTTP(c, r)
-		if c.status == http.StatusMethodNotAllowed {
-			p := newProblem(http.StatusMethodNotAllowed, "method_not_allowed", "method "+r.Method+" is not allowed here")
-			writeProblem(w, r, s.log, p.with("Allow", c.header.Get("Allow")), nil)
-			return
-		}
-		writeProblem(w, r, s.log, errNotFoundRoute(), nil)
+// misrouted answers a request no route takes as a problem (RFC 9457): 404
+// not_found, or 405 method_not_allowed with Allow (the router sets it).
+func (s *Server) misrouted(w http.ResponseWriter, r *http.Request, status int, _ []string) {
+	if status == http.StatusMethodNotAllowed {
+		writeProblem(w, r, s.log, newProblem(http.StatusMethodNotAllowed, "method_not_allowed", "method "+r.Method+" is not allowed here"), nil)
 		return
 	}
-	// "GET /admin/v1/orgs/{slug}": the method is a label of its own.
-	_, path, _ := strings.Cut(pattern, " ")
-	metrics.SetRoute(r.Context(), path)
-	s.mux.ServeHTTP(w, r)
+	writeProblem(w, r, s.log, errNotFoundRoute(), nil)
 }
-
-// captured keeps what the ServeMux's own 404 or 405 would have written.
-type captured struct {
-	header http.Header
-	status int
-}
-
-func (c *captured) Header() http.Header         { return c.header }
-func (c *captured) Write(b []byte) (int, error) { return len(b), nil }
-func (c *captured) WriteHeader(status int)      { c.status = status }
 
 // access is what a route needs of its caller.
 type access int

@@ -120,8 +120,3 @@ func writeOAuthError(ctx context.Context, log *slog.Logger, w http.ResponseWrite
 	}
 	writeJSON(w, oe.Status, h, map[string]string{"error": oe.Code, "error_description": oe.Description})
 }
-
-// writeDetail answers a non-OAuth error ({"detail": ...}).
-func writeDetail(w http.ResponseWriter, status int, header http.Header, detail string) {
-	writeJSON(w, status, header, map[string]string{"detail": detail})
-}

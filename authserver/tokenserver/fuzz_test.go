@@ -143,7 +143,7 @@ func FuzzTokenRequest(f *testing.F) {
 			t.Fatalf("Content-Type %q; body %q", ct, got)
 		}
 		if method != http.MethodPost {
-			if res.StatusCode != http.StatusMethodNotAllowed || string(got) != `{"detail":"method not allowed"}` || res.Header.Get("Allow") != "POST" {
+			if res.StatusCode != http.StatusMethodNotAllowed || string(got) != `{"error":"invalid_request","error_description":"this endpoint takes POST only"}` || res.Header.Get("Allow") != "POST" {
 				t.Fatalf("%s: %d %s Allow=%q, want 405 method not allowed", method, res.StatusCode, got, res.Header.Get("Allow"))
 			}
 			return

@@ -2,75 +2,36 @@ package tokenserver
 
 import (
 	"net/http"
+	"strings"
 
-	"github.com/partnerapi/authplatform/pkg/metrics"
+	"github.com/partnerapi/authplatform/pkg/httpserver"
 )
 
-// route is one endpoint.
-type route struct {
-	method  string
-	path    string
-	handler http.HandlerFunc
-}
-
-// routes lists every endpoint of the token service.
-func (s *Server) routes() []route {
-	return []route{
-		{http.MethodPost, PathToken, s.handleToken},
-		{http.MethodPost, PathIntrospect, s.handleIntrospect},
-		{http.MethodPost, PathRevoke, s.handleRevoke},
-		{http.MethodGet, PathJWKS, s.handleJWKS},
-		{http.MethodGet, PathMetadata, publicDocument(s.meta)},
-		{http.MethodGet, "/healthz", s.handleHealthz},
-		{http.MethodGet, "/readyz", s.handleReadyz},
+// routes lists every endpoint of the token service (httpserver.NewRouter
+// patterns; a GET route answers HEAD too).
+func (s *Server) routes() []httpserver.Route {
+	return []httpserver.Route{
+		{Pattern: "POST " + PathToken, Handler: http.HandlerFunc(s.handleToken)},
+		{Pattern: "POST " + PathIntrospect, Handler: http.HandlerFunc(s.handleIntrospect)},
+		{Pattern: "POST " + PathRevoke, Handler: http.HandlerFunc(s.handleRevoke)},
+		{Pattern: "GET " + PathJWKS, Handler: http.HandlerFunc(s.handleJWKS)},
+		{Pattern: "GET " + PathMetadata, Handler: publicDocument(s.meta)},
+		{Pattern: "GET /healthz", Handler: http.HandlerFunc(s.handleHealthz)},
+		{Pattern: "GET /readyz", Handler: http.HandlerFunc(s.handleReadyz)},
 	}
 }
 
-// router dispatches on exact paths and answers unknown paths 404 and wrong
-// methods 405 with Allow (RFC 9110 section 15.5.6), both as {"detail"}.
-// Hand-written because http.ServeMux answers those in plain text.
-type router struct {
-	byPath map[string]map[string]http.HandlerFunc
-	allow  map[string]string
-}
-
-func newRouter(routes []route) *router {
-	rt := &router{byPath: map[string]map[string]http.HandlerFunc{}, allow: map[string]string{}}
-	for _, r := range routes {
-		if rt.byPath[r.path] == nil {
-			rt.byPath[r.path] = map[string]http.HandlerFunc{}
-		}
-		rt.byPath[r.path][r.method] = r.handler
-		if r.method == http.MethodGet {
-			rt.byPath[r.path][http.MethodHead] = r.handler
-		}
+// misrouted answers a request no route takes in the OAuth error format
+// (RFC 6749 section 5.2), as every other answer on the token service's
+// paths: invalid_request, with a description naming what to send instead.
+// A 405 carries Allow (RFC 9110 section 15.5.6; the router sets it).
+func (s *Server) misrouted(w http.ResponseWriter, r *http.Request, status int, allow []string) {
+	desc := "no endpoint at this path; the token endpoint is POST " + PathToken +
+		" and the server's metadata is GET " + PathMetadata
+	if status == http.StatusMethodNotAllowed {
+		desc = "this endpoint takes " + strings.Join(allow, " or ") + " only"
+	} else if path := r.URL.Path + "/"; path == PathToken || path == PathIntrospect || path == PathRevoke {
+		desc = "no endpoint at this path: the path ends with a slash, POST " + path
 	}
-	for path, methods := range rt.byPath {
-		allow := ""
-		for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost} {
-			if methods[m] != nil {
-				if allow != "" {
-					allow += ", "
-				}
-				allow += m
-			}
-		}
-		rt.allow[path] = allow
-	}
-	return rt
-}
-
-func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	methods, ok := rt.byPath[r.URL.Path]
-	if !ok {
-		writeDetail(w, http.StatusNotFound, nil, "not found")
-		return
-	}
-	metrics.SetRoute(r.Context(), r.URL.Path) // a route's path: a bounded label
-	h, ok := methods[r.Method]
-	if !ok {
-		writeDetail(w, http.StatusMethodNotAllowed, http.Header{"Allow": {rt.allow[r.URL.Path]}}, "method not allowed")
-		return
-	}
-	h(w, r)
+	writeJSON(w, status, nil, map[string]string{"error": "invalid_request", "error_description": desc})
 }

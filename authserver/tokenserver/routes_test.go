@@ -9,8 +9,10 @@ import (
 
 var requestIDRE = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
-// TestRoutes: unknown paths 404 and wrong methods 405 with Allow, both as
-// {"detail"}; health and readiness; a request id on every answer.
+// TestRoutes: unknown paths 404 and wrong methods 405 with Allow, both in
+// the OAuth error format (RFC 6749 section 5.2) naming what to send
+// instead; no redirect of an unclean path; health and readiness; a request
+// id on every answer.
 func TestRoutes(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -20,18 +22,21 @@ func TestRoutes(t *testing.T) {
 		want         string
 		headers      map[string]string
 	}{
-		{"GET", "/nope", 404, `{"detail":"not found"}`, nil},
-		{"POST", "/nope", 404, `{"detail":"not found"}`, nil},
-		{"GET", "/", 404, `{"detail":"not found"}`, nil},
-		{"POST", "/api/v1/oauth/token", 404, `{"detail":"not found"}`, nil},
-		{"POST", "/api/v1/oauth/token/extra", 404, `{"detail":"not found"}`, nil},
-		{"GET", "/api/v1/me/", 404, `{"detail":"not found"}`, nil},
-		{"GET", PathToken, 405, `{"detail":"method not allowed"}`, map[string]string{"Allow": "POST"}},
-		{"PUT", PathToken, 405, `{"detail":"method not allowed"}`, map[string]string{"Allow": "POST"}},
-		{"DELETE", PathIntrospect, 405, `{"detail":"method not allowed"}`, map[string]string{"Allow": "POST"}},
-		{"POST", PathJWKS, 405, `{"detail":"method not allowed"}`, map[string]string{"Allow": "GET, HEAD"}},
-		{"POST", PathMetadata, 405, `{"detail":"method not allowed"}`, map[string]string{"Allow": "GET, HEAD"}},
-		{"POST", "/healthz", 405, `{"detail":"method not allowed"}`, map[string]string{"Allow": "GET, HEAD"}},
+		{"GET", "/nope", 404, `{"error":"invalid_request","error_description":"no endpoint at this path; the token endpoint is POST /api/v1/oauth/token/ and the server's metadata is GET /.well-known/oauth-authorization-server"}`, nil},
+		{"POST", "/nope", 404, `{"error":"invalid_request","error_description":"no endpoint at this path; the token endpoint is POST /api/v1/oauth/token/ and the server's metadata is GET /.well-known/oauth-authorization-server"}`, nil},
+		{"GET", "/", 404, `{"error":"invalid_request","error_description":"no endpoint at this path; the token endpoint is POST /api/v1/oauth/token/ and the server's metadata is GET /.well-known/oauth-authorization-server"}`, nil},
+		{"POST", "/api/v1/oauth/token", 404, `{"error":"invalid_request","error_description":"no endpoint at this path: the path ends with a slash, POST /api/v1/oauth/token/"}`, nil},
+		{"POST", "/api/v1/oauth/introspect", 404, `{"error":"invalid_request","error_description":"no endpoint at this path: the path ends with a slash, POST /api/v1/oauth/introspect/"}`, nil},
+		{"POST", "/api/v1/oauth//token/", 404, `{"error":"invalid_request","error_description":"no endpoint at this path; the token endpoint is POST /api/v1/oauth/token/ and the server's metadata is GET /.well-known/oauth-authorization-server"}`, nil},
+		{"POST", "/api/v1/oauth/../oauth/token/", 404, `{"error":"invalid_request","error_description":"no endpoint at this path; the token endpoint is POST /api/v1/oauth/token/ and the server's metadata is GET /.well-known/oauth-authorization-server"}`, nil},
+		{"POST", "/api/v1/oauth/token/extra", 404, `{"error":"invalid_request","error_description":"no endpoint at this path; the token endpoint is POST /api/v1/oauth/token/ and the server's metadata is GET /.well-known/oauth-authorization-server"}`, nil},
+		{"GET", "/api/v1/me/", 404, `{"error":"invalid_request","error_description":"no endpoint at this path; the token endpoint is POST /api/v1/oauth/token/ and the server's metadata is GET /.well-known/oauth-authorization-server"}`, nil},
+		{"GET", PathToken, 405, `{"error":"invalid_request","error_description":"this endpoint takes POST only"}`, map[string]string{"Allow": "POST"}},
+		{"PUT", PathToken, 405, `{"error":"invalid_request","error_description":"this endpoint takes POST only"}`, map[string]string{"Allow": "POST"}},
+		{"DELETE", PathIntrospect, 405, `{"error":"invalid_request","error_description":"this endpoint takes POST only"}`, map[string]string{"Allow": "POST"}},
+		{"POST", PathJWKS, 405, `{"error":"invalid_request","error_description":"this endpoint takes GET or HEAD only"}`, map[string]string{"Allow": "GET, HEAD"}},
+		{"POST", PathMetadata, 405, `{"error":"invalid_request","error_description":"this endpoint takes GET or HEAD only"}`, map[string]string{"Allow": "GET, HEAD"}},
+		{"POST", "/healthz", 405, `{"error":"invalid_request","error_description":"this endpoint takes GET or HEAD only"}`, map[string]string{"Allow": "GET, HEAD"}},
 		{"GET", "/healthz", 200, `{"status":"ok"}`, map[string]string{"Cache-Control": "no-store"}},
 		{"GET", "/readyz", 200, `{"status":"ok"}`, map[string]string{"Cache-Control": "no-store"}},
 	}

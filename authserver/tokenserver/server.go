@@ -152,7 +152,7 @@ func NewServer(logger *slog.Logger, cfg Config, deps Deps) (*Server, error) {
 		return nil, err
 	}
 	s.gen = &generator{keys: &s.keys, now: cfg.Now}
-	s.mux = httpserver.Base{Logger: logger, Trust: cfg.Trust, MaxBodyBytes: MaxBodyBytes}.Wrap(newRouter(s.routes()))
+	s.mux = httpserver.Base{Logger: logger, Trust: cfg.Trust, MaxBodyBytes: MaxBodyBytes}.Wrap(httpserver.NewRouter(s.routes(), s.misrouted))
 	return s, nil
 }
 
@@ -165,12 +165,12 @@ func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 	if s.keys.Load().issuer == nil {
-		writeDetail(w, http.StatusServiceUnavailable, http.Header{"Retry-After": {"5"}, "Cache-Control": {"no-store"}}, "signing key withdrawn")
+		httpserver.WriteDetail(w, http.StatusServiceUnavailable, http.Header{"Retry-After": {"5"}, "Cache-Control": {"no-store"}}, "signing key withdrawn")
 		return
 	}
 	if err := s.ready(r.Context()); err != nil {
 		s.log.WarnContext(r.Context(), "not ready", "err", err)
-		writeDetail(w, http.StatusServiceUnavailable, http.Header{"Retry-After": {"5"}, "Cache-Control": {"no-store"}}, "redis unavailable")
+		httpserver.WriteDetail(w, http.StatusServiceUnavailable, http.Header{"Retry-After": {"5"}, "Cache-Control": {"no-store"}}, "redis unavailable")
 		return
 	}
 	writeJSON(w, http.StatusOK, http.Header{"Cache-Control": {"no-store"}}, map[string]string{"status": "ok"})

@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -48,13 +50,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
+	*adminAddr = freeAlongside(fs, *addr, *adminAddr)
 	logger, err := logging.New(stderr, *logLevel)
 	if err != nil {
 		return err
 	}
 	// go-redis has one process-wide logger (no per-client option in v9.23):
-	// its lines join this program's JSON log.
-	redis.SetLogger(logging.Printf(logger.With("component", "redis")))
+	// its lines join this program's JSON log, as in the servers.
+	redisconn.SetLogger(logger)
 
 	redisURL := getenv("REDIS_URL")
 	if redisURL == "" {
@@ -83,64 +86,78 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", *addr)
+	// Both listeners are bound before anything is built: the issuer is
+	// the API's address, a port 0 included.
+	g := httpserver.NewGroup(logger, nil)
+	apiAddr, err := g.Listen(httpserver.API, *addr)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w (try --addr 127.0.0.1:0)", *addr, err)
+		return fmt.Errorf("%w (try --addr 127.0.0.1:0)", err)
 	}
-	base := "http://" + ln.Addr().String()
-	prefix := getenv("REDIS_KEY_PREFIX")
-	store := clients.NewStore(rdb, prefix, nil)
+	adminBound, err := g.Listen(httpserver.Admin, *adminAddr)
+	if err != nil {
+		g.Close()
+		return fmt.Errorf("%w (try --admin-addr 127.0.0.1:0, or off)", err)
+	}
+	if err := serveStack(ctx, g, logger, rdb, keys, stdout, welcome{
+		base: "http://" + apiAddr.String(), redisURL: redisURL, realRedis: redisURL == getenv("REDIS_URL"),
+		prefix: redisconn.KeyPrefix(getenv),
+	}, adminBound); err != nil {
+		g.Close()
+		return err
+	}
+	return nil
+}
 
+// freeAlongside is the admin API's address: as given, or, when --admin-addr
+// is left at its default and --addr asks for a free port (port 0), a free
+// port on the same host too, so that a taken default never fails a start
+// that asked for free ports.
+func freeAlongside(fs *flag.FlagSet, addr, adminAddr string) string {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "admin-addr" })
+	if host, port, err := net.SplitHostPort(addr); !given && err == nil && port == "0" {
+		return net.JoinHostPort(host, "0")
+	}
+	return adminAddr
+}
+
+// serveStack builds the token service, the resource server and the admin
+// API on the group's bound listeners, seeds the sandbox, prints the banner
+// and serves until ctx ends.
+func serveStack(ctx context.Context, g *httpserver.Group, logger *slog.Logger, rdb redis.UniversalClient, keys *accesstoken.KeySet, stdout io.Writer, wl welcome, adminBound net.Addr) error {
+	base, prefix := wl.base, wl.prefix
+	store := clients.NewStore(rdb, prefix, nil)
 	ready := func(ctx context.Context) error { return redisconn.Ready(ctx, rdb, time.Second) }
 	auth, err := tokenserver.NewServer(logger, tokenserver.Config{Issuer: base, Audience: "partner-api"},
 		tokenserver.Deps{Registry: store, Keys: keys, Ready: ready})
 	if err != nil {
-		ln.Close()
 		return err
 	}
 	docs, err := apidocs.New(base)
 	if err != nil {
-		ln.Close()
 		return err
 	}
 	res, err := api.NewServer(logger, api.Config{Issuer: base, Audience: "partner-api"},
 		api.Deps{Registry: store, Keys: accesstoken.StaticKeys{Set: keys.Public()}, Docs: docs, Ready: ready})
 	if err != nil {
-		ln.Close()
 		return err
 	}
-
-	org, seeded, err := store.SeedSandbox(ctx)
-	if err != nil {
-		ln.Close()
+	if wl.org, wl.seeded, err = store.SeedSandbox(ctx); err != nil {
 		return fmt.Errorf("seed sandbox: %w", err)
 	}
-	var aln net.Listener
-	if *adminAddr != "off" {
-		if aln, err = net.Listen("tcp", *adminAddr); err != nil {
-			ln.Close()
-			return fmt.Errorf("listen on %s (admin API): %w (try --admin-addr 127.0.0.1:0, or off)", *adminAddr, err)
+	g.Handle(httpserver.API, edge(auth, res))
+	if adminBound != nil {
+		admin, err := adminapi.NewServer(logger, adminapi.Config{KeyPrefix: prefix}, adminapi.Deps{
+			Ops:    &operations.Service{Registry: store, Withdrawals: keywithdrawal.NewStore(rdb, prefix)},
+			Tokens: auth, Admit: store, Keys: auth, Redis: rdb})
+		if err != nil {
+			return err
 		}
+		g.Handle(httpserver.Admin, admin)
+		wl.admin = "http://" + adminBound.String() + adminapi.Prefix
 	}
-	wl := welcome{base: base, redisURL: redisURL, realRedis: redisURL == getenv("REDIS_URL"), prefix: prefix, org: org, seeded: seeded}
-	if aln == nil {
-		printWelcome(stdout, wl)
-		return httpserver.Serve(ctx, ln, edge(auth, res), logger)
-	}
-	admin, err := adminapi.NewServer(logger, adminapi.Config{KeyPrefix: prefix}, adminapi.Deps{
-		Ops:    &operations.Service{Registry: store, Withdrawals: keywithdrawal.NewStore(rdb, prefix)},
-		Tokens: auth, Admit: store, Keys: auth, Redis: rdb})
-	if err != nil {
-		ln.Close()
-		aln.Close()
-		return err
-	}
-	wl.admin = "http://" + aln.Addr().String() + adminapi.Prefix
 	printWelcome(stdout, wl)
-	adminDone := make(chan error, 1)
-	go func() { adminDone <- httpserver.Serve(ctx, aln, admin, logger) }()
-	err = httpserver.Serve(ctx, ln, edge(auth, res), logger)
-	return errors.Join(err, <-adminDone)
+	return g.Serve(ctx)
 }
 
 // edge routes as deploy/Caddyfile does: the token service's paths to it,

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
+	"net/http"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -17,13 +19,16 @@ import (
 
 // startLocal runs the stack with env until the test ends and returns its
 // welcome text; stop ends it early.
-func startLocal(t *testing.T, env map[string]string) (text string, stop func()) {
+func startLocal(t *testing.T, env map[string]string, args ...string) (text string, stop func()) {
 	t.Helper()
+	if len(args) == 0 {
+		args = []string{"--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"local", "--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"}, func(k string) string { return env[k] }, pw, io.Discard)
+		done <- run(ctx, append([]string{"local"}, args...), func(k string) string { return env[k] }, pw, io.Discard)
 		pw.Close()
 	}()
 	stopped := false
@@ -227,5 +232,32 @@ func TestLocalStackAdminAPI(t *testing.T) {
 	}
 	if status != "200" || json.Unmarshal([]byte(body), &page) != nil || len(page.Items) != 4 {
 		t.Fatalf("GET /admin/v1/clients with the printed commands: %s %s", status, body)
+	}
+}
+
+// TestLocalStackFreePorts: `--addr 127.0.0.1:0` alone picks a free port
+// for every listener, the admin API's too, even with its default port 8090
+// taken; the banner names both.
+func TestLocalStackFreePorts(t *testing.T) {
+	if ln, err := net.Listen("tcp", "127.0.0.1:8090"); err == nil {
+		defer ln.Close() // taken for the test (or taken already)
+	}
+	rdb := redistest.Client(t)
+	prefix := redistest.Prefix(t, rdb)
+	text, _ := startLocal(t, map[string]string{"REDIS_URL": redistest.URL(), "REDIS_KEY_PREFIX": prefix}, "--addr", "127.0.0.1:0")
+	api := regexp.MustCompile(`running at http://127\.0\.0\.1:(\d+) `).FindStringSubmatch(text)
+	admin := regexp.MustCompile(`Admin API at http://127\.0\.0\.1:(\d+)/admin/v1 `).FindStringSubmatch(text)
+	if api == nil || admin == nil || api[1] == "0" || admin[1] == "0" || admin[1] == "8090" || admin[1] == api[1] {
+		t.Fatalf("banner does not name two free ports:\n%s", text)
+	}
+	for _, url := range []string{"http://127.0.0.1:" + api[1] + "/healthz", "http://127.0.0.1:" + admin[1] + "/admin/v1/openapi.json"} {
+		res, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != 200 {
+			t.Errorf("GET %s: %d", url, res.StatusCode)
+		}
 	}
 }

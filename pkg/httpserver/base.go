@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
-	"strconv"
 	"sync"
 	"time"
 
@@ -90,16 +89,9 @@ func (b Base) Wrap(next http.Handler) http.Handler {
 	})
 }
 
-// internalBody is the answer to a panic.
-const internalBody = `{"detail":"internal error"}`
-
+// internalError is the answer to a panic.
 func internalError(w http.ResponseWriter) {
-	h := w.Header()
-	h.Set("Content-Type", "application/json; charset=utf-8")
-	h.Set("Content-Length", strconv.Itoa(len(internalBody)))
-	h.Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusInternalServerError)
-	_, _ = w.Write([]byte(internalBody))
+	WriteDetail(w, http.StatusInternalServerError, http.Header{"Cache-Control": {"no-store"}}, "internal error")
 }
 
 type recordKey struct{}

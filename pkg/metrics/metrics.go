@@ -1,20 +1,14 @@
 package metrics
 
 import (
-	"context"
-	"log/slog"
-	"net"
 	"net/http"
 	"runtime"
 	"runtime/debug"
-	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-
-	"github.com/partnerapi/authplatform/pkg/httpserver"
 )
 
 // namespace starts every metric name of this project.
@@ -119,41 +113,10 @@ func (m *Metrics) TokenCache(hit bool) {
 	}
 }
 
-// Handler answers GET /metrics in the Prometheus exposition formats.
+// Handler answers the scrape of GET /metrics in the Prometheus exposition
+// formats (the metrics listener routes it: httpserver.Group).
 func (m *Metrics) Handler() http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("GET "+Path, promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry}))
-	return mux
-}
-
-// Serve serves Handler on ln until ctx ends, like the partner-facing
-// listener (httpserver.Serve: timeouts, graceful shutdown).
-func (m *Metrics) Serve(ctx context.Context, ln net.Listener, logger *slog.Logger) error {
-	return httpserver.Serve(ctx, ln, m.Handler(), logger.With(slog.String("listener", "metrics")))
-}
-
-// Listen opens the metrics listener on addr, or returns nil for "off".
-func Listen(addr string) (net.Listener, error) {
-	if addr == Off {
-		return nil, nil
-	}
-	return net.Listen("tcp", addr)
-}
-
-// Off as a metrics address turns the metrics listener off.
-const Off = "off"
-
-// ValidAddr reports whether addr is "off" or host:port.
-func ValidAddr(addr string) bool {
-	if addr == Off {
-		return true
-	}
-	_, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	_, err = strconv.ParseUint(port, 10, 16)
-	return err == nil
+	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry})
 }
 
 // since is the seconds elapsed since start.

@@ -25,3 +25,11 @@ func SetLogger(logger *slog.Logger) {
 	}
 	redis.SetLogger(logging.Printf(logger.With(slog.String("component", "redis"))))
 }
+
+// KeyPrefixEnv is the environment variable whose value starts every Redis
+// key of a process (deployments sharing one Redis, tests).
+const KeyPrefixEnv = "REDIS_KEY_PREFIX"
+
+// KeyPrefix reads KeyPrefixEnv through getenv: the one way the servers,
+// the operator commands and the local stack read it, once per process.
+func KeyPrefix(getenv func(string) string) string { return getenv(KeyPrefixEnv) }

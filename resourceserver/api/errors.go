@@ -11,6 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/httpserver"
 	"github.com/partnerapi/authplatform/pkg/ratelimit"
 )
 
@@ -111,7 +112,7 @@ func problemOf(err error) *problem {
 	}
 }
 
-// fail is the one place that writes a {"detail"} body: it answers err and
+// fail is the one place that answers an error: it answers err and
 // aborts the handler chain. Internal errors are logged at error level and
 // an unreachable Redis or key set at warning level; refusals only at debug
 // level, with their cause.
@@ -138,12 +139,8 @@ func (s *server) fail(c *gin.Context, err error) {
 	if p.retryAfter != "" {
 		h.Set("Retry-After", p.retryAfter)
 	}
-	writeJSON(c, p.status, detailBody{Detail: p.detail})
-}
-
-// detailBody is the body of every error answer (spec: Other API errors).
-type detailBody struct {
-	Detail string `json:"detail"`
+	// The one writer of {"detail"} bodies (spec: Other API errors).
+	httpserver.WriteDetail(c.Writer, p.status, nil, p.detail)
 }
 
 // jsonContentType is the Content-Type of every JSON answer.

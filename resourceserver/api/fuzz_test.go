@@ -145,8 +145,8 @@ func checkMeAnswer(t *testing.T, rec *httptest.ResponseRecorder, want *problem, 
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false) // writeJSON does not escape HTML
-	_ = enc.Encode(detailBody{Detail: want.detail})
+	enc.SetEscapeHTML(false) // httpserver.WriteDetail does not escape HTML
+	_ = enc.Encode(map[string]string{"detail": want.detail})
 	body := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	if rec.Code != want.status || rec.Body.String() != string(body) || rec.Header().Get("WWW-Authenticate") != want.challenge {
 		t.Fatalf("got %d %s (WWW-Authenticate %q); want %d %s (%q)", rec.Code, rec.Body, rec.Header().Get("WWW-Authenticate"), want.status, body, want.challenge)

@@ -1,0 +1,135 @@
+package httpserver_test
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/partnerapi/authplatform/pkg/httpserver"
+	"github.com/partnerapi/authplatform/pkg/metrics"
+)
+
+// TestGroup serves an API, an admin and a metrics listener together: the
+// API's answers are counted, the metrics listener routes GET /metrics only
+// (404 and 405 as {"detail"}), an off listener binds nothing, and on
+// cancellation the metrics listener still answers while the API drains an
+// in-flight request, then every listener stops.
+func TestGroup(t *testing.T) {
+	m := metrics.New("test")
+	g := httpserver.NewGroup(nil, m)
+	api, err := g.Listen(httpserver.API, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := g.Listen(httpserver.Admin, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, err := g.Listen("other", httpserver.Off); a != nil || err != nil {
+		t.Fatalf("off: %v %v", a, err)
+	}
+	mets, err := g.ListenMetrics("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Listen(httpserver.Admin, api.String()); err == nil || !strings.Contains(err.Error(), "listen on "+api.String()+" (admin)") {
+		t.Errorf("a port in use: %v", err)
+	}
+	inHandler, release := make(chan struct{}), make(chan struct{})
+	g.Handle(httpserver.API, httpserver.NewRouter([]httpserver.Route{
+		{Pattern: "GET /slow", Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			close(inHandler)
+			<-release
+			io.WriteString(w, "done")
+		})},
+		{Pattern: "GET /fast", Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "fast") })},
+	}, httpserver.DetailMisrouted))
+	g.Handle(httpserver.Admin, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "admin") }))
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- g.Serve(ctx) }()
+
+	get := func(url string) (int, string) {
+		t.Helper()
+		res, err := http.Get(url)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	if s, b := get("http://" + api.String() + "/fast"); s != 200 || b != "fast" {
+		t.Errorf("api: %d %s", s, b)
+	}
+	if s, b := get("http://" + admin.String() + "/x"); s != 200 || b != "admin" {
+		t.Errorf("admin: %d %s", s, b)
+	}
+	for path, want := range map[string]string{"/": `{"detail":"not found"}`, "/metrics/": `{"detail":"not found"}`} {
+		if s, b := get("http://" + mets.String() + path); s != 404 || b != want {
+			t.Errorf("metrics %s: %d %s", path, s, b)
+		}
+	}
+	res, err := http.Post("http://"+mets.String()+"/metrics", "text/plain", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := io.ReadAll(res.Body); res.StatusCode != 405 || string(b) != `{"detail":"method not allowed"}` || res.Header.Get("Allow") != "GET, HEAD" {
+		t.Errorf("POST /metrics: %d %s %v", res.StatusCode, b, res.Header)
+	}
+	res.Body.Close()
+
+	slow := make(chan string, 1)
+	go func() { _, b := get("http://" + api.String() + "/slow"); slow <- b }()
+	<-inHandler
+	cancel()
+	// The API stops accepting; the metrics still answer, counting the
+	// admin's request and the API's.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", api.String(), 100*time.Millisecond)
+		if err != nil {
+			break
+		}
+		c.Close()
+		if time.Now().After(deadline) {
+			t.Fatal("the API still accepts connections after shutdown began")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	s, b := get("http://" + mets.String() + "/metrics")
+	if s != 200 || !strings.Contains(b, `partnerapi_http_requests_total{code="2xx",method="GET",route="/fast"} 1`) ||
+		!strings.Contains(b, `partnerapi_http_requests_total{code="2xx",method="GET",route="unmatched"} 1`) {
+		t.Errorf("metrics during the API's shutdown: %d\n%s", s, b)
+	}
+	close(release)
+	if got := <-slow; got != "done" {
+		t.Errorf("in-flight request got %q", got)
+	}
+	if err := <-served; err != nil {
+		t.Errorf("Serve = %v after a clean shutdown", err)
+	}
+	if _, err := net.DialTimeout("tcp", mets.String(), 100*time.Millisecond); err == nil {
+		t.Error("the metrics listener outlived Serve")
+	}
+}
+
+// A listener without a handler fails Serve and unbinds everything.
+func TestGroupWithoutHandler(t *testing.T) {
+	g := httpserver.NewGroup(nil, nil)
+	a, err := g.Listen(httpserver.API, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Serve(context.Background()); err == nil || !strings.Contains(err.Error(), "listener api has no handler") {
+		t.Errorf("Serve = %v", err)
+	}
+	if c, err := net.Dial("tcp", a.String()); err == nil {
+		c.Close()
+		t.Error("still bound")
+	}
+}
