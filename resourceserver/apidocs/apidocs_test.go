@@ -215,7 +215,7 @@ func TestMeOperation(t *testing.T) {
 	doc := loadDoc(t, newDocs(t))
 	me := doc.Paths.Value("/api/v1/me/").Get
 	statuses := slices.Sorted(maps.Keys(me.Responses.Map()))
-	if want := []string{"200", "400", "401", "429", "500", "503"}; !slices.Equal(statuses, want) {
+	if want := []string{"200", "400", "401", "405", "429", "500", "503"}; !slices.Equal(statuses, want) {
 		t.Errorf("responses %v, want %v", statuses, want)
 	}
 	var schemes []string
@@ -751,7 +751,7 @@ func TestValidateResponse(t *testing.T) {
 		"client_id":             "svc_abcdefghijklmnopqrstuvwx",
 		"name":                  "Test client",
 		"audience":              "pharma",
-		"organization":          map[string]any{"name": "Sandbox Simulation", "slug": "sandbox-simulation"},
+		"organization":          map[string]any{"name": "Sandbox Simulation Organisation (demo data only)", "slug": "sandbox-simulation"},
 		"environment":           "sandbox",
 		"scopes":                []string{"programme.metrics.read"},
 		"token_expires_at":      "2026-01-01T01:00:00Z",

@@ -230,6 +230,22 @@ func scenarios(f *docsFixture) map[string]func() reply {
 			return f.request(http.MethodGet, "/api/v1/schema/?format=yaml", "", "")
 		},
 		"GET /docs/{page}.md 404": func() reply { return f.request(http.MethodGet, "/docs/nope.md", "", "") },
+		// 405: a wrong method on every documented path, the token
+		// service's in the OAuth error format.
+		"POST /api/v1/oauth/token/ 405":      func() reply { return f.request(http.MethodGet, tokenPath, "", "") },
+		"POST /api/v1/oauth/introspect/ 405": func() reply { return f.request(http.MethodGet, introspectPath, "", "") },
+		"POST /api/v1/oauth/revoke/ 405":     func() reply { return f.request(http.MethodPut, revokePath, "", "") },
+		"GET /.well-known/jwks.json 405":     func() reply { return f.request(http.MethodPost, "/.well-known/jwks.json", "", "") },
+		"GET /.well-known/oauth-authorization-server 405": func() reply {
+			return f.request(http.MethodPost, "/.well-known/oauth-authorization-server", "", "")
+		},
+		"GET /api/v1/me/ 405":     func() reply { return f.request(http.MethodPost, pathMe, "", "") },
+		"GET /api/v1/schema/ 405": func() reply { return f.request(http.MethodDelete, "/api/v1/schema/", "", "") },
+		"GET /llms.txt 405":       func() reply { return f.request(http.MethodPost, "/llms.txt", "", "") },
+		"GET /llms-full.txt 405":  func() reply { return f.request(http.MethodPost, "/llms-full.txt", "", "") },
+		"GET /docs/{page}.md 405": func() reply { return f.request(http.MethodPost, "/docs/quickstart.md", "", "") },
+		"GET /healthz 405":        func() reply { return f.request(http.MethodPost, "/healthz", "", "") },
+		"GET /readyz 405":         func() reply { return f.request(http.MethodPost, "/readyz", "", "") },
 		"GET /healthz 200":        func() reply { return f.request(http.MethodGet, "/healthz", "", "") },
 		"GET /readyz 200":         func() reply { return f.request(http.MethodGet, "/readyz", "", "") },
 		"GET /readyz 503":         func() reply { return f.onDown(http.MethodGet, "/readyz", "", "") },
@@ -601,7 +617,7 @@ func openAPIAnswers(t *testing.T, doc []byte) map[string]docAnswer {
 func TestDocsEqualTheWire(t *testing.T) {
 	s := newStack(t, trusting())
 	ctx := context.Background()
-	if _, err := s.store.CreateOrg(ctx, clients.OrgSpec{Slug: "sandbox-simulation", Name: "Sandbox Simulation", Environment: clients.EnvironmentSandbox}); err != nil {
+	if _, err := s.store.CreateOrg(ctx, clients.OrgSpec{Slug: "sandbox-simulation", Name: clients.SandboxOrgName, Environment: clients.EnvironmentSandbox}); err != nil {
 		t.Fatal(err)
 	}
 	f := &docsFixture{t: t, s: s, scripts: map[string]block{}, keyed: map[string]*keyClient{}}
@@ -763,7 +779,7 @@ func (f *docsFixture) httpRequest(b block) reply {
 func TestOpenAPIRequestExamples(t *testing.T) {
 	s := newStack(t)
 	ctx := context.Background()
-	if _, err := s.store.CreateOrg(ctx, clients.OrgSpec{Slug: "sandbox-simulation", Name: "Sandbox Simulation", Environment: clients.EnvironmentSandbox}); err != nil {
+	if _, err := s.store.CreateOrg(ctx, clients.OrgSpec{Slug: "sandbox-simulation", Name: clients.SandboxOrgName, Environment: clients.EnvironmentSandbox}); err != nil {
 		t.Fatal(err)
 	}
 	f := &docsFixture{t: t, s: s}
