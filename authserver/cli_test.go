@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partnerapi/authplatform/pkg/buildinfo"
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/logtest"
 	"github.com/partnerapi/authplatform/pkg/redistest"
@@ -116,8 +117,28 @@ flags:
 	// help lists every command and the exit statuses.
 	stdout, stderr, code := execAuthserver(t, nil, "help")
 	if code != 0 || stderr != "" || !strings.HasPrefix(stdout, "usage: authserver COMMAND [SUBCOMMAND]") ||
-		strings.Count(stdout, "\n  ") != 2*len(commands()) || !strings.Contains(stdout, "Exit status: 0 success, 1 runtime failure, 2 usage error, 3 change written but not") {
+		strings.Count(stdout, "\n  ") != 2*len(commands()) || !strings.Contains(stdout, "Exit status: 0 success, 1 runtime failure, 2 usage error, 3 change written on the\nRedis primary but not confirmed by a replica in time") {
 		t.Errorf("help: exit %d\n%s%s", code, stdout, stderr)
+	}
+	// Exit status 3 says what README says: do not run the command again.
+	if strings.Contains(stdout, "(run the command again)") || !strings.Contains(stdout, "Do not run the command again") {
+		t.Errorf("help on exit status 3 contradicts README:\n%s", stdout)
+	}
+}
+
+// --version prints the module version and VCS revision of the build.
+func TestVersion(t *testing.T) {
+	want := "authserver " + buildinfo.Read().String() + "\n"
+	for _, flag := range []string{"--version", "-version"} {
+		if stdout, stderr, code := execAuthserver(t, nil, flag); stdout != want || stderr != "" || code != 0 {
+			t.Errorf("authserver %s: exit %d, stdout %q (want %q), stderr %q", flag, code, stdout, want, stderr)
+		}
+	}
+	if !strings.Contains(want, " (revision ") {
+		t.Errorf("no revision in %q", want)
+	}
+	if _, _, code := execAuthserver(t, nil, "--version", "x"); code != 2 {
+		t.Errorf("--version x: exit %d, want 2", code)
 	}
 }
 
@@ -318,5 +339,35 @@ func TestUnconfirmedChangePrintsItsSecret(t *testing.T) {
 	c, err := store.GetClient(t.Context(), made.ID)
 	if err != nil || c.Generation != 2 {
 		t.Fatalf("after the unconfirmed rotation: %+v, %v", c, err)
+	}
+}
+
+// A binary built from this checkout prints its VCS revision (the Go
+// toolchain's stamp, read through runtime/debug; this machine's and the
+// image's GOFLAGS turn stamping off, so the build asks for it).
+func TestVersionOfABuild(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	head, err := exec.Command("git", "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Skipf("not a git checkout: %v", err)
+	}
+	// The go command stamps a checkout whose .git is a directory, not a
+	// git worktree's .git file.
+	top, _ := exec.Command("git", "rev-parse", "--show-toplevel").Output()
+	if fi, err := os.Stat(filepath.Join(strings.TrimSpace(string(top)), ".git")); err != nil || !fi.IsDir() {
+		t.Skip("a git worktree: the go command does not stamp its builds")
+	}
+	bin := filepath.Join(t.TempDir(), "authserver")
+	if out, err := exec.Command("go", "build", "-buildvcs=true", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "--version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "(revision " + strings.TrimSpace(string(head)); !strings.HasPrefix(string(out), "authserver ") || !strings.Contains(string(out), want) {
+		t.Errorf("--version of a build: %q, want %q in it", out, want)
 	}
 }

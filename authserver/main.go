@@ -23,8 +23,10 @@ func main() {
 }
 
 // ExitNotReplicated is the exit status of a credential change written on
-// the Redis primary but not confirmed by a replica: it may be lost in a
-// failover, so it is not reported as done; run the command again.
+// the Redis primary but not confirmed by a replica: a failover may still
+// undo it, so it is not reported as done. It is in force now: running the
+// command again would make a second client or another secret (README:
+// exit statuses).
 const ExitNotReplicated = 3
 
 // exitCode: 0 success, 1 runtime failure, 2 usage error, 3 not replicated.
@@ -35,8 +37,11 @@ func exitCode(err error) int {
 // notes end `authserver help`.
 const notes = `Every command but keys, serve and healthcheck reads REDIS_URL (and REDIS_KEY_PREFIX).
 Operator commands print for people, or JSON with --json (README: Operator CLI).
-Exit status: 0 success, 1 runtime failure, 2 usage error, 3 change written but not
-confirmed by a Redis replica (run the command again).`
+Exit status: 0 success, 1 runtime failure, 2 usage error, 3 change written on the
+Redis primary but not confirmed by a replica in time: it is in force now (keep a
+printed secret), but a failover may still undo it. Do not run the command again (a
+second create makes a second client, a second rotation another secret); once a
+replica answers, 'authserver clients show ID' tells whether the change survived.`
 
 // run is the whole program: main only supplies the process's environment.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {

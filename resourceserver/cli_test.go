@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/partnerapi/authplatform/pkg/buildinfo"
 )
 
 // TestMain lets the test binary be the resourceserver binary: with
@@ -70,5 +72,13 @@ flags:
 		if code != tc.code || stdout != "" || stderr != tc.stderr {
 			t.Errorf("resourceserver %s: exit %d (want %d), stdout %q\nstderr %q\nwant   %q", strings.Join(tc.args, " "), code, tc.code, stdout, stderr, tc.stderr)
 		}
+	}
+}
+
+// --version prints the module version and VCS revision of the build.
+func TestVersion(t *testing.T) {
+	want := "resourceserver " + buildinfo.Read().String() + "\n"
+	if stdout, stderr, code := execResourceserver(t, nil, "--version"); stdout != want || stderr != "" || code != 0 || !strings.Contains(stdout, " (revision ") {
+		t.Errorf("resourceserver --version: exit %d, stdout %q (want %q), stderr %q", code, stdout, want, stderr)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/partnerapi/authplatform/pkg/buildinfo"
 )
 
 // Exit statuses.
@@ -128,6 +130,13 @@ func (p *Program) Run(ctx context.Context, args []string, env Env) error {
 	if words[0] == "help" || isHelp(words[0]) {
 		return p.help(words[1:], env.Stdout)
 	}
+	if words[0] == "--version" || words[0] == "-version" {
+		if len(words) > 1 {
+			return Usagef("--version takes no arguments")
+		}
+		fmt.Fprintln(env.Stdout, p.Name+" "+buildinfo.Read().String())
+		return nil
+	}
 	cmd, rest, err := p.find(words)
 	if err != nil {
 		if isGroup := p.group(words[0]); isGroup != nil && (len(words) == 1 || isHelp(words[1])) {
@@ -235,7 +244,7 @@ func (p *Program) printList(w io.Writer) {
 	for _, c := range p.Commands {
 		fmt.Fprintf(w, "  %s\n      %s\n", strings.TrimSpace(c.Name+" "+c.Synopsis), c.Summary)
 	}
-	fmt.Fprintf(w, "\nRun '%s %s --help' (or '%s help %s') for a command's flags.\n", p.Name, command, p.Name, command)
+	fmt.Fprintf(w, "\nRun '%s %s --help' (or '%s help %s') for a command's flags, '%s --version' for the build.\n", p.Name, command, p.Name, command, p.Name)
 	if p.Notes != "" {
 		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(p.Notes))
 	}

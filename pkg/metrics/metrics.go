@@ -2,13 +2,14 @@ package metrics
 
 import (
 	"net/http"
-	"runtime"
-	"runtime/debug"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/partnerapi/authplatform/pkg/buildinfo"
 )
 
 // namespace starts every metric name of this project.
@@ -75,29 +76,17 @@ func New(service string) *Metrics {
 }
 
 // buildInfo is the constant 1 labelled with the build: the module version
-// and the VCS commit the binary was built from (runtime/debug.ReadBuildInfo;
+// and the VCS commit the binary was built from (package buildinfo;
 // "unknown" when the binary carries none, as under go test).
 func buildInfo(service string) prometheus.Collector {
-	version, revision, modified := "unknown", "unknown", "false"
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if bi.Main.Version != "" {
-			version = bi.Main.Version
-		}
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				revision = s.Value
-			case "vcs.modified":
-				modified = s.Value
-			}
-		}
-	}
+	bi := buildinfo.Read()
+	version, revision, modified := bi.Version, bi.Revision, strconv.FormatBool(bi.Modified)
 	g := prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace: namespace, Name: "build_info",
 		Help: "Always 1; the labels name the service and the build (module version, VCS commit, uncommitted changes, Go version).",
 		ConstLabels: prometheus.Labels{
 			"service": service, "version": version, "revision": revision, "modified": modified,
-			"goversion": runtime.Version(),
+			"goversion": bi.GoVersion,
 		},
 	})
 	g.Set(1)
