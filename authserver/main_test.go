@@ -497,6 +497,21 @@ func TestServeConfig(t *testing.T) {
 	if _, err := h.run("serve", "--keys", keys, "--addr", "256.0.0.1:0"); err == nil || !strings.Contains(err.Error(), "listen on 256.0.0.1:0") {
 		t.Errorf("bad address: %v", err)
 	}
+	// Every boolean variable reads as strconv.ParseBool does; anything else
+	// is a usage error naming it, never silently false.
+	for _, name := range []string{"ACCEPT_LEGACY_SECRETS", "JWKS_URL_ALLOW_HTTP", "JWKS_URL_ALLOW_PRIVATE", "REDIS_AUTOPIPELINE"} {
+		bh := newHarness(t)
+		bh.env[name] = "yes"
+		if _, err := bh.run("serve", "--keys", keys); !isUsage(err) || err.Error() != name+`="yes": want true or false (or 1 or 0)` {
+			t.Errorf("%s=yes: %v", name, err)
+		}
+	}
+	bh := newHarness(t)
+	bh.env["JWKS_URL_ALLOW_HTTP"] = "on"
+	if _, err := bh.run("clients", "create", "--org", "x", "--name", "n", "--audience", "pharma", "--scopes", "programme.metrics.read",
+		"--auth", "private_key_jwt", "--jwks-url", "http://example.test/jwks"); !isUsage(err) || err.Error() != `JWKS_URL_ALLOW_HTTP="on": want true or false (or 1 or 0)` {
+		t.Errorf("clients create with JWKS_URL_ALLOW_HTTP=on: %v", err)
+	}
 }
 
 // TestServe runs `authserver serve` on :0 end to end: it prints where it

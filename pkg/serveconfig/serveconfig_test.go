@@ -1,0 +1,84 @@
+package serveconfig_test
+
+import (
+	"errors"
+	"flag"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/partnerapi/authplatform/pkg/cli"
+	"github.com/partnerapi/authplatform/pkg/redisconn"
+	"github.com/partnerapi/authplatform/pkg/serveconfig"
+)
+
+var defaults = serveconfig.Defaults{Addr: ":8081", MetricsAddr: "127.0.0.1:9081", Issuer: "http://localhost:8080", Audience: "partner-api"}
+
+func parse(t *testing.T, env map[string]string, args ...string) (serveconfig.Config, error) {
+	t.Helper()
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	getenv := func(k string) string { return env[k] }
+	f := &cli.EnvFlags{FS: fs, Getenv: getenv}
+	var c serveconfig.Config
+	c.Declare(f, defaults)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	c.Finish(getenv)
+	return c, f.Err()
+}
+
+// The shared flags: defaults, then the environment, then flags; booleans
+// as strconv.ParseBool reads them; REDIS_URL only from the environment
+// unless --redis-url; REDIS_KEY_PREFIX read once, here.
+func TestDeclare(t *testing.T) {
+	c, err := parse(t, nil)
+	want := serveconfig.Config{Addr: ":8081", MetricsAddr: "127.0.0.1:9081", Issuer: "http://localhost:8080", Audience: "partner-api",
+		RedisURL: redisconn.DefaultURL, LogLevel: "info", AutoPipeline: serveconfig.DefaultAutoPipeline}
+	if err != nil || c != want {
+		t.Errorf("defaults: %+v %v\nwant %+v", c, err, want)
+	}
+	env := map[string]string{"ADDR": ":1", "METRICS_ADDR": "off", "ISSUER": "https://i", "AUDIENCE": "a", "REDIS_URL": "redis://r:1/0",
+		"REDIS_KEY_PREFIX": "p:", "TRUSTED_PROXIES": "10.0.0.0/8", "LOG_LEVEL": "warn", "MAX_CONNS": "9", "REDIS_AUTOPIPELINE": "1"}
+	c, err = parse(t, env, "--addr", ":2", "--redis-url", "redis://flag:1/0")
+	want = serveconfig.Config{Addr: ":2", MetricsAddr: "off", Issuer: "https://i", Audience: "a", RedisURL: "redis://flag:1/0", KeyPrefix: "p:",
+		TrustedProxies: "10.0.0.0/8", LogLevel: "warn", MaxConns: 9, AutoPipeline: true}
+	if err != nil || c != want {
+		t.Errorf("environment and flags: %+v %v\nwant %+v", c, err, want)
+	}
+	if len(c.Problems()) != 0 {
+		t.Errorf("problems: %v", c.Problems())
+	}
+	for _, v := range []string{"TRUE", "true", "t"} {
+		if c, err := parse(t, map[string]string{"REDIS_AUTOPIPELINE": v}); err != nil || !c.AutoPipeline {
+			t.Errorf("REDIS_AUTOPIPELINE=%s: %v %v", v, c.AutoPipeline, err)
+		}
+	}
+	var u cli.UsageError
+	if _, err := parse(t, map[string]string{"REDIS_AUTOPIPELINE": "yes", "MAX_CONNS": "many"}); !errors.As(err, &u) ||
+		err.Error() != `MAX_CONNS="many": want a whole number; REDIS_AUTOPIPELINE="yes": want true or false (or 1 or 0)` {
+		t.Errorf("invalid environment: %v", err)
+	}
+}
+
+// Problems names every problem, each with its flag and variable, and never
+// the Redis URL's content.
+func TestProblems(t *testing.T) {
+	c, _ := parse(t, map[string]string{"REDIS_URL": "redis://u:hunter2@[::1"}, "--addr", "nonsense", "--metrics-addr", "nowhere",
+		"--issuer", " ", "--audience", "", "--trusted-proxies", "bad", "--log-level", "loud", "--max-conns", "-1")
+	got := errors.Join(c.Problems()...).Error()
+	for _, want := range []string{`--addr (ADDR) "nonsense": want host:port or :port`, `--metrics-addr (METRICS_ADDR) "nowhere": want host:port, :port or off`,
+		"--issuer (ISSUER) is required", "--audience (AUDIENCE) is required", "REDIS_URL", `trusted proxy "bad"`, `log level "loud"`,
+		"--max-conns (MAX_CONNS) must not be negative"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("problems lack %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "hunter2") {
+		t.Error("the Redis password is in the problems")
+	}
+	if n := len(c.Problems()); n != 8 {
+		t.Errorf("%d problems, want 8:\n%s", n, got)
+	}
+}
