@@ -22,6 +22,7 @@ import (
 	"github.com/partnerapi/authplatform/authserver/operations"
 	"github.com/partnerapi/authplatform/authserver/tokenserver"
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
+	"github.com/partnerapi/authplatform/pkg/cli"
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/httpserver"
 	"github.com/partnerapi/authplatform/pkg/keywithdrawal"
@@ -63,7 +64,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if redisURL == "" {
 		// The in-process Redis is the laptop default, never CI's: there a
 		// missing Redis must fail, not be papered over.
-		if getenv("CI") == "true" {
+		ci, err := cli.EnvBool(getenv, "CI", false)
+		if err != nil {
+			return err
+		}
+		if ci {
 			return errors.New("CI=true: set REDIS_URL; the in-process Redis is for local use only")
 		}
 		emb, err := startEmbedded()

@@ -96,7 +96,7 @@ func notString(name string) expect {
 	return invalidRequest(fmt.Sprintf("value of %q must be a string", name))
 }
 
-// Answers of the resource server and of both routers ({"detail"}).
+// Answers of the resource server ({"detail"}).
 func detail(status int, text string, headers map[string]string) expect {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -122,6 +122,24 @@ var (
 
 func methodNotAllowed(allow string) expect {
 	return detail(http.StatusMethodNotAllowed, "method not allowed", map[string]string{"Allow": allow})
+}
+
+// The token service's 404 and 405, in the OAuth error format (RFC 6749
+// section 5.2) like every answer on its paths.
+func tokenMisrouted(status int, desc string, headers map[string]string) expect {
+	body, _ := json.Marshal(map[string]string{"error": "invalid_request", "error_description": desc})
+	h := map[string]string{"Content-Type": "application/json; charset=utf-8"}
+	for k, v := range headers {
+		h[k] = v
+	}
+	return expect{status: status, body: string(body), headers: h}
+}
+
+var tokenNotFound = tokenMisrouted(http.StatusNotFound,
+	"no endpoint at this path; the token endpoint is POST /api/v1/oauth/token/ and the server's metadata is GET /.well-known/oauth-authorization-server", nil)
+
+func tokenMethodNotAllowed(allow string) expect {
+	return tokenMisrouted(http.StatusMethodNotAllowed, "this endpoint takes "+strings.ReplaceAll(allow, ", ", " or ")+" only", map[string]string{"Allow": allow})
 }
 
 // netHTTPErr is an answer net/http writes itself, before any handler.
@@ -600,18 +618,20 @@ func (tb *table) rows() []row {
 
 	// --- Methods and paths -------------------------------------------------------
 	for _, m := range []string{http.MethodGet, http.MethodPut, http.MethodDelete, http.MethodPatch, http.MethodOptions, "PROPFIND"} {
-		add(m+" on the token endpoint", tb.req(m, pathToken, formType, text(grant), hosp), methodNotAllowed("POST"))
-		add(m+" on introspection", tb.req(m, pathIntrospect, formType, text(grant), hosp), methodNotAllowed("POST"))
+		add(m+" on the token endpoint", tb.req(m, pathToken, formType, text(grant), hosp), tokenMethodNotAllowed("POST"))
+		add(m+" on introspection", tb.req(m, pathIntrospect, formType, text(grant), hosp), tokenMethodNotAllowed("POST"))
 	}
 	for _, m := range []string{http.MethodPost, http.MethodPut, http.MethodDelete} {
 		add(m+" on /me", tb.req(m, pathMe, formType, text(grant), bearer(tb.hospToken)), methodNotAllowed("GET, HEAD"))
 	}
-	add("POST on the JWKS", tb.req(http.MethodPost, tokenserver.PathJWKS, formType, text(grant)), methodNotAllowed("GET, HEAD"))
+	add("POST on the JWKS", tb.req(http.MethodPost, tokenserver.PathJWKS, formType, text(grant)), tokenMethodNotAllowed("GET, HEAD"))
+	add("POST /api/v1/oauth/token", tb.req(http.MethodPost, "/api/v1/oauth/token", formType, text(grant), hosp),
+		tokenMisrouted(http.StatusNotFound, "no endpoint at this path: the path ends with a slash, POST /api/v1/oauth/token/", nil))
 	for _, p := range []string{
-		"/api/v1/oauth/token", "/api/v1/oauth/token/x", "/api/v1/oauth/TOKEN/", "/api/v1/oauth/", "/api/v1/oauth//token/",
+		"/api/v1/oauth/token/x", "/api/v1/oauth/TOKEN/", "/api/v1/oauth/", "/api/v1/oauth//token/",
 		"/api/v1/oauth/token/%2e%2e/", "/api/v1/oauth/../me/", "/.well-known/../api/v1/me/", "/.well-known/jwks.json/",
 	} {
-		add("POST "+p, tb.req(http.MethodPost, p, formType, text(grant), hosp), notFound)
+		add("POST "+p, tb.req(http.MethodPost, p, formType, text(grant), hosp), tokenNotFound)
 	}
 	for _, p := range []string{"/api/v1/me", "/api/v1/me/x", "/api/v1/ME/", "/api/v1//me/", "/api/v2/me/", "/api/v1/me/%00", "/api/v1/me/..%2f"} {
 		add("GET "+p, tb.req(http.MethodGet, p, "", nil, bearer(tb.hospToken)), notFound)
