@@ -22,9 +22,10 @@ func (s *Server) routes() []httpserver.Route {
 }
 
 // misrouted answers a request no route takes in the OAuth error format
-// (RFC 6749 section 5.2), as every other answer on the token service's
-// paths: invalid_request, with a description naming what to send instead.
-// A 405 carries Allow (RFC 9110 section 15.5.6; the router sets it).
+// (RFC 6749 section 5.2) through the one writer of that format, as every
+// other error on the token service's paths: invalid_request, with a
+// description naming what to send instead. A 405 carries Allow (RFC 9110
+// section 15.5.6; the router sets it).
 func (s *Server) misrouted(w http.ResponseWriter, r *http.Request, status int, allow []string) {
 	desc := "no endpoint at this path; the token endpoint is POST " + PathToken +
 		" and the server's metadata is GET " + PathMetadata
@@ -33,5 +34,5 @@ func (s *Server) misrouted(w http.ResponseWriter, r *http.Request, status int, a
 	} else if path := r.URL.Path + "/"; path == PathToken || path == PathIntrospect || path == PathRevoke {
 		desc = "no endpoint at this path: the path ends with a slash, POST " + path
 	}
-	writeJSON(w, status, nil, map[string]string{"error": "invalid_request", "error_description": desc})
+	writeOAuthError(r.Context(), s.log, w, credentials{}, &oauthError{Status: status, Code: "invalid_request", Description: desc})
 }

@@ -125,21 +125,16 @@ func methodNotAllowed(allow string) expect {
 }
 
 // The token service's 404 and 405, in the OAuth error format (RFC 6749
-// section 5.2) like every answer on its paths.
-func tokenMisrouted(status int, desc string, headers map[string]string) expect {
-	body, _ := json.Marshal(map[string]string{"error": "invalid_request", "error_description": desc})
-	h := map[string]string{"Content-Type": "application/json; charset=utf-8"}
-	for k, v := range headers {
-		h[k] = v
-	}
-	return expect{status: status, body: string(body), headers: h}
+// section 5.2) like every error on its paths.
+func tokenMisrouted(status int, desc string, extra ...string) expect {
+	return oauthErr(status, "invalid_request", desc, extra...)
 }
 
 var tokenNotFound = tokenMisrouted(http.StatusNotFound,
-	"no endpoint at this path; the token endpoint is POST /api/v1/oauth/token/ and the server's metadata is GET /.well-known/oauth-authorization-server", nil)
+	"no endpoint at this path; the token endpoint is POST /api/v1/oauth/token/ and the server's metadata is GET /.well-known/oauth-authorization-server")
 
 func tokenMethodNotAllowed(allow string) expect {
-	return tokenMisrouted(http.StatusMethodNotAllowed, "this endpoint takes "+strings.ReplaceAll(allow, ", ", " or ")+" only", map[string]string{"Allow": allow})
+	return tokenMisrouted(http.StatusMethodNotAllowed, "this endpoint takes "+strings.ReplaceAll(allow, ", ", " or ")+" only", "Allow", allow)
 }
 
 // netHTTPErr is an answer net/http writes itself, before any handler.
@@ -626,7 +621,7 @@ func (tb *table) rows() []row {
 	}
 	add("POST on the JWKS", tb.req(http.MethodPost, tokenserver.PathJWKS, formType, text(grant)), tokenMethodNotAllowed("GET, HEAD"))
 	add("POST /api/v1/oauth/token", tb.req(http.MethodPost, "/api/v1/oauth/token", formType, text(grant), hosp),
-		tokenMisrouted(http.StatusNotFound, "no endpoint at this path: the path ends with a slash, POST /api/v1/oauth/token/", nil))
+		tokenMisrouted(http.StatusNotFound, "no endpoint at this path: the path ends with a slash, POST /api/v1/oauth/token/"))
 	for _, p := range []string{
 		"/api/v1/oauth/token/x", "/api/v1/oauth/TOKEN/", "/api/v1/oauth/", "/api/v1/oauth//token/",
 		"/api/v1/oauth/token/%2e%2e/", "/api/v1/oauth/../me/", "/.well-known/../api/v1/me/", "/.well-known/jwks.json/",
