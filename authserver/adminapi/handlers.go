@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -26,32 +25,6 @@ func OpenAPI() []byte { return bytes.Clone(openAPIDocument) }
 
 func (s *Server) handleOpenAPI(context.Context, *http.Request, []byte) (int, any, error) {
 	return http.StatusOK, json.RawMessage(openAPIDocument), nil
-}
-
-// decode reads a JSON object body into v: unknown members, a second value
-// or trailing bytes are refused.
-func decode(body []byte, v any) error {
-	if len(body) == 0 {
-		return invalid("a JSON object body is required")
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var syntax *json.SyntaxError
-		var typ *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &syntax):
-			return invalid("the body is not valid JSON")
-		case errors.As(err, &typ):
-			return invalid(fmt.Sprintf("member %q must be a %s", typ.Field, typ.Type))
-		default:
-			return invalid("the body does not fit: " + err.Error())
-		}
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return invalid("the body must hold one JSON object")
-	}
-	return nil
 }
 
 // noBody refuses a body where an operation takes none.
