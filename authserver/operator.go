@@ -104,13 +104,16 @@ func clientsCreate(fs *flag.FlagSet, env cli.Env) cli.Action {
 	org := fs.String("org", "", "slug of an existing organisation")
 	name := fs.String("name", "", "client name")
 	audience := fs.String("audience", "", "pharma, hospital or psp_partner")
-	scopes := fs.String("scopes", "", "space-separated scopes")
+	scopes := fs.String("scopes", "", `space-separated scopes (required; --scopes "" for none)`)
 	rateLimit := fs.Int64("rate-limit", clients.DefaultRateLimitPerMinute, "API requests per minute, at least 1")
 	auth := fs.String("auth", clients.AuthClientSecret, "client_secret, or private_key_jwt (RFC 7523) with --jwks-file or --jwks-url")
 	keys := keyFlags(fs, env)
 	return operator(fs, env, func(ctx context.Context, ops *operations.Service, out output, _ []string) error {
 		if err := checkLimit("--rate-limit", *rateLimit); err != nil {
 			return err
+		}
+		if !flagGiven(fs, "scopes") {
+			return usagef(`clients create needs --scopes "SCOPE ..." (--scopes "" makes a client with no scope)`)
 		}
 		spec := clients.ClientSpec{OrgSlug: *org, Name: *name, Audience: *audience,
 			Scopes: clients.ParseScopes(*scopes), RateLimitPerMinute: *rateLimit}
@@ -134,6 +137,14 @@ func clientsCreate(fs *flag.FlagSet, env cli.Env) cli.Action {
 		}
 		return out.secret(c, err, "created client")
 	})
+}
+
+// flagGiven reports whether the flag name was set on the command line,
+// even to "".
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }
 
 // keyFlags declares --jwks-file and --jwks-url: a private_key_jwt client's

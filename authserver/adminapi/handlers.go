@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 
 	"github.com/partnerapi/authplatform/authserver/operations"
@@ -45,8 +46,11 @@ type page[T any] struct {
 	NextCursor string `json:"next_cursor,omitempty"`
 }
 
-// pageQuery reads limit (1-500, default 100) and cursor.
-func pageQuery(q url.Values) (limit int, cursor string, err error) {
+// pageQuery reads limit (1-500, default 100) and cursor. A cursor is the
+// base64url of the last item's id on the page before (nextCursor), and
+// must decode to an id of the listing's own form (valid): a cursor the API
+// never gave is refused, never answered with an empty page.
+func pageQuery(q url.Values, valid func(string) bool) (limit int, cursor string, err error) {
 	limit = 100
 	if v := q.Get("limit"); v != "" {
 		n, perr := strconv.Atoi(v)
@@ -57,13 +61,17 @@ func pageQuery(q url.Values) (limit int, cursor string, err error) {
 	}
 	if v := q.Get("cursor"); v != "" {
 		raw, derr := base64.RawURLEncoding.DecodeString(v)
-		if derr != nil || len(raw) == 0 {
+		if derr != nil || len(raw) == 0 || !valid(string(raw)) {
 			return 0, "", invalid("cursor is not one this API gave")
 		}
 		cursor = string(raw)
 	}
 	return limit, cursor, nil
 }
+
+// streamID is the form of a Redis stream entry id (the admin audit's
+// cursor).
+var streamID = regexp.MustCompile(`^[0-9]{1,20}-[0-9]{1,20}$`)
 
 func nextCursor(last string) string { return base64.RawURLEncoding.EncodeToString([]byte(last)) }
 
@@ -107,7 +115,7 @@ func (s *Server) handleOrgAudit(ctx context.Context, r *http.Request, _ []byte) 
 
 func (s *Server) handleListClients(ctx context.Context, r *http.Request, _ []byte) (int, any, error) {
 	q := r.URL.Query()
-	limit, after, err := pageQuery(q)
+	limit, after, err := pageQuery(q, clients.ValidClientID)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -431,7 +439,7 @@ func (s *Server) handleSeedSandbox(ctx context.Context, r *http.Request, body []
 }
 
 func (s *Server) handleAdminAudit(ctx context.Context, r *http.Request, _ []byte) (int, any, error) {
-	limit, before, err := pageQuery(r.URL.Query())
+	limit, before, err := pageQuery(r.URL.Query(), streamID.MatchString)
 	if err != nil {
 		return 0, nil, err
 	}
