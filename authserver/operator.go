@@ -12,6 +12,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/partnerapi/authplatform/authserver/operations"
 	"github.com/partnerapi/authplatform/pkg/cli"
@@ -79,7 +81,9 @@ func orgsCreate(fs *flag.FlagSet, env cli.Env) cli.Action {
 		if err != nil {
 			return err
 		}
-		return out.print(o, func(w io.Writer) { fmt.Fprintf(w, "created organisation %s (%s, %s)\n", o.Slug, o.Name, o.Environment) })
+		return out.print(o, func(w io.Writer) {
+			fmt.Fprintf(w, "created organisation %s (%s, %s)\n", o.Slug, printable(o.Name), o.Environment)
+		})
 	})
 }
 
@@ -93,7 +97,7 @@ func orgsList(fs *flag.FlagSet, env cli.Env) cli.Action {
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "SLUG\tNAME\tENVIRONMENT\tCREATED")
 			for _, o := range orgs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", o.Slug, o.Name, o.Environment, o.CreatedAt.Format(time.RFC3339))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", printable(o.Slug), printable(o.Name), o.Environment, o.CreatedAt.Format(time.RFC3339))
 			}
 			tw.Flush()
 		})
@@ -252,7 +256,7 @@ func clientsList(fs *flag.FlagSet, env cli.Env) cli.Action {
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "CLIENT_ID\tNAME\tAUDIENCE\tORG\tSTATUS\tSCOPES\tRATE/MIN")
 			for _, c := range list {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\n", c.ID, c.Name, c.Audience, c.OrgSlug, c.Status, strings.Join(c.Scopes, " "), c.RateLimitPerMinute)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\n", c.ID, printable(c.Name), c.Audience, printable(c.OrgSlug), c.Status, strings.Join(c.Scopes, " "), c.RateLimitPerMinute)
 			}
 			tw.Flush()
 		})
@@ -277,7 +281,7 @@ func clientsAudit(fs *flag.FlagSet, env cli.Env) cli.Action {
 		}
 		return out.print(entries, func(w io.Writer) {
 			for _, e := range entries {
-				fmt.Fprintf(w, "%s  %-28s %s %s\n", e.At.Format(time.RFC3339Nano), e.Event, e.ClientID, e.Detail)
+				fmt.Fprintf(w, "%s  %-28s %s %s\n", e.At.Format(time.RFC3339Nano), e.Event, e.ClientID, printable(e.Detail))
 			}
 		})
 	})
@@ -382,7 +386,7 @@ func (o output) seed(org clients.Org, seeded []clients.SeededClient) error {
 		}
 		return o.print(map[string]any{"organization": org, "clients": items, "note": "sandbox: demo data only, never real patients"}, nil)
 	}
-	fmt.Fprintf(o.w, "sandbox organisation %s (%s): demo data only, never real patients\n\n", org.Slug, org.Name)
+	fmt.Fprintf(o.w, "sandbox organisation %s (%s): demo data only, never real patients\n\n", org.Slug, printable(org.Name))
 	for _, s := range seeded {
 		fmt.Fprintf(o.w, "%-12s %s  scopes: %s\n", s.Client.Audience, s.Client.ID, strings.Join(s.Client.Scopes, " "))
 		if s.Secret != "" {
@@ -397,7 +401,7 @@ func (o output) seed(org clients.Org, seeded []clients.SeededClient) error {
 func describe(w io.Writer, c clients.Client) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "  name\t%s\n  audience\t%s\n  organisation\t%s (%s)\n  environment\t%s\n  scopes\t%s\n  status\t%s\n  rate limit\t%d/min API, %d/min token\n  generation\t%d\n  created\t%s\n  authentication\t%s\n",
-		c.Name, c.Audience, c.OrgSlug, c.OrgName, c.Environment, strings.Join(c.Scopes, " "), c.Status,
+		printable(c.Name), c.Audience, printable(c.OrgSlug), printable(c.OrgName), c.Environment, strings.Join(c.Scopes, " "), c.Status,
 		c.RateLimitPerMinute, c.TokenRateLimitPerMinute, c.Generation, c.CreatedAt.Format(time.RFC3339), c.AuthMethod)
 	for _, si := range c.Secrets {
 		fmt.Fprintf(tw, "  secret %d\tsince %s\n", si.ID, si.CreatedAt.Format(time.RFC3339))
@@ -405,9 +409,46 @@ func describe(w io.Writer, c clients.Client) {
 	if c.AuthMethod == clients.AuthPrivateKeyJWT {
 		keys := "registered JWK set"
 		if c.JWKSURI != "" {
-			keys = c.JWKSURI
+			keys = printable(c.JWKSURI)
 		}
 		fmt.Fprintf(tw, "  keys\tversion %d, %s\n", c.KeysVersion, keys)
 	}
 	tw.Flush()
+}
+
+// printable escapes what a terminal would act on instead of showing, in
+// text read from the registry (names stored before
+// clients.NameProblems refused such characters): every character that is
+// not printable (unicode.IsPrint: controls, format characters such as the
+// bidirectional overrides, invalid UTF-8) is written as a Go escape
+// (\n, \x1b, \u202e), and so is a backslash (\\), so the printed text
+// reads back unambiguously. JSON output (--json) is escaped by JSON.
+func printable(s string) string {
+	clean := true
+	for _, r := range s {
+		if r == '\\' || r == utf8.RuneError || !unicode.IsPrint(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i, w := 0, 0; i < len(s); i += w {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		w = n
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\\':
+			b.WriteString(`\\`)
+		case unicode.IsPrint(r):
+			b.WriteRune(r)
+		default:
+			q := strconv.QuoteRuneToASCII(r) // '\n', '\x1b', '\u202e'
+			b.WriteString(q[1 : len(q)-1])
+		}
+	}
+	return b.String()
 }

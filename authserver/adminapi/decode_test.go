@@ -2,6 +2,7 @@ package adminapi_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -68,5 +69,36 @@ func TestStrictJSON(t *testing.T) {
 	}
 	if a := s.call(hc, "GET", "/admin/v1/clients?org=strict", nil); len(a.json(t)["items"].([]any)) != 1 {
 		t.Errorf("clients of strict: %s", a.Body)
+	}
+}
+
+// TestNamesRefused: the admin API refuses a name holding a control or
+// bidirectional formatting character (issue 27 point 7) for an
+// organisation and a client, by the rule the CLI applies
+// (clients.NameProblems), with 400 invalid_input; nothing is made.
+func TestNamesRefused(t *testing.T) {
+	s := newStack(t, options{})
+	_, _, hc := s.operator(false)
+	if a := s.call(hc, "POST", "/admin/v1/orgs", map[string]any{"slug": "names", "name": "Names", "environment": "live"}); a.Status != 201 {
+		t.Fatalf("create org: %d %s", a.Status, a.Body)
+	}
+	for _, name := range []string{"Acme\nHealth", "Acme\r", "Acme \x1b[31mred", "Acme\a", "Acme \u202eevil", "Acme \u2067x\u2069", "Acme \u0085"} {
+		for _, req := range []struct{ path string }{{"/admin/v1/orgs"}, {"/admin/v1/clients"}} {
+			body := map[string]any{"slug": "hostile", "name": name, "environment": "live"}
+			if req.path == "/admin/v1/clients" {
+				body = map[string]any{"organization_slug": "names", "name": name, "audience": "pharma", "scopes": []string{}}
+			}
+			a := s.call(hc, "POST", req.path, body)
+			if a.Status != http.StatusBadRequest || a.json(t)["code"] != "invalid_input" ||
+				!strings.Contains(a.json(t)["detail"].(string), "control and bidirectional formatting characters are not allowed") {
+				t.Errorf("POST %s name %q: %d %s, want 400 invalid_input", req.path, name, a.Status, a.Body)
+			}
+		}
+	}
+	if a := s.call(hc, "GET", "/admin/v1/orgs/hostile", nil); a.Status != http.StatusNotFound {
+		t.Errorf("hostile org: %d", a.Status)
+	}
+	if a := s.call(hc, "GET", "/admin/v1/clients?org=names", nil); len(a.json(t)["items"].([]any)) != 0 {
+		t.Errorf("clients of names: %s", a.Body)
 	}
 }

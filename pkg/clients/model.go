@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Audiences: the kinds of partner (spec: Client description).
@@ -164,13 +166,51 @@ func (s OrgSpec) Validate() error {
 	if s.Slug == OperatorOrgSlug {
 		errs = append(errs, fmt.Errorf("slug %q: reserved for the operator organisation ('authserver operators create' makes it)", s.Slug))
 	}
-	if strings.TrimSpace(s.Name) == "" || len(s.Name) > 200 {
-		errs = append(errs, errors.New("name: 1-200 characters required"))
-	}
+	errs = append(errs, NameProblems(s.Name)...)
 	if s.Environment != EnvironmentSandbox && s.Environment != EnvironmentLive {
 		errs = append(errs, fmt.Errorf("environment %q: must be %s or %s", s.Environment, EnvironmentSandbox, EnvironmentLive))
 	}
 	return invalid(errs)
+}
+
+// NameProblems is the one rule for every name an operator gives (an
+// organisation's, a client's, an operator client's), at the admin API and
+// the CLI alike: 1-200 bytes of UTF-8, not only spaces, and no character
+// that would act on the terminal or the page that shows it (issue 27
+// point 7): no C0 or C1 control (newline, CR, ESC of an ANSI sequence,
+// BEL, DEL ...), no bidirectional embedding, override or isolate (U+202A-
+// U+202E, U+2066-U+2069) nor mark (U+200E, U+200F, U+061C), no line or
+// paragraph separator (U+2028, U+2029). Names stored before this rule are
+// escaped where the CLI prints them.
+func NameProblems(name string) []error {
+	var errs []error
+	if strings.TrimSpace(name) == "" || len(name) > 200 {
+		errs = append(errs, errors.New("name: 1-200 characters required"))
+	}
+	if !utf8.ValidString(name) {
+		return append(errs, errors.New("name: not valid UTF-8"))
+	}
+	for i, r := range name {
+		if unsafeInText(r) {
+			errs = append(errs, fmt.Errorf("name: character %U at byte %d: control and bidirectional formatting characters are not allowed", r, i))
+			break
+		}
+	}
+	return errs
+}
+
+// unsafeInText reports a character that changes how the text around it is
+// shown rather than showing itself: a control character, or one that
+// reorders or breaks text (Unicode Bidirectional Algorithm, UAX #9).
+func unsafeInText(r rune) bool {
+	switch {
+	case unicode.IsControl(r): // C0, DEL, C1
+		return true
+	case r >= 0x202A && r <= 0x202E, r >= 0x2066 && r <= 0x2069,
+		r == 0x200E, r == 0x200F, r == 0x061C, r == 0x2028, r == 0x2029:
+		return true
+	}
+	return false
 }
 
 // ClientSpec is what an operator gives to create a client.
@@ -191,9 +231,7 @@ func (s ClientSpec) Validate() error {
 	if !slugRE.MatchString(s.OrgSlug) {
 		errs = append(errs, fmt.Errorf("organisation %q: not a valid slug", s.OrgSlug))
 	}
-	if strings.TrimSpace(s.Name) == "" || len(s.Name) > 200 {
-		errs = append(errs, errors.New("name: 1-200 characters required"))
-	}
+	errs = append(errs, NameProblems(s.Name)...)
 	switch {
 	case s.Audience == AudienceOperator && s.OrgSlug != OperatorOrgSlug:
 		errs = append(errs, fmt.Errorf("audience %q: operator clients belong to the %s organisation ('authserver operators create')", s.Audience, OperatorOrgSlug))
