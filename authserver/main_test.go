@@ -20,6 +20,7 @@ import (
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
 
+	"github.com/partnerapi/authplatform/authserver/operations"
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/logtest"
@@ -88,7 +89,7 @@ func (h *harness) must(args ...string) string {
 
 // createdClient is the --json output of clients create and rotate-secret.
 type createdClient struct {
-	clients.Client
+	operations.Client
 	ClientSecret string `json:"client_secret"`
 }
 

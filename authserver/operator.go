@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/partnerapi/authplatform/authserver/operations"
+	"github.com/partnerapi/authplatform/pkg/audit"
 	"github.com/partnerapi/authplatform/pkg/cli"
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/redisconn"
@@ -58,7 +59,7 @@ func operator(fs *flag.FlagSet, env cli.Env, body func(ctx context.Context, ops 
 			return err
 		}
 		defer closeStore()
-		ctx = clients.WithActor(ctx, "cli")
+		ctx = audit.WithActor(ctx, audit.CLI)
 		return body(ctx, &operations.Service{Registry: store}, output{w: env.Stdout, json: *asJSON}, args)
 	}
 }
@@ -81,7 +82,7 @@ func orgsCreate(fs *flag.FlagSet, env cli.Env) cli.Action {
 		if err != nil {
 			return err
 		}
-		return out.print(o, func(w io.Writer) {
+		return out.print(operations.OrgOf(o), func(w io.Writer) {
 			fmt.Fprintf(w, "created organisation %s (%s, %s)\n", o.Slug, printable(o.Name), o.Environment)
 		})
 	})
@@ -93,7 +94,7 @@ func orgsList(fs *flag.FlagSet, env cli.Env) cli.Action {
 		if err != nil {
 			return err
 		}
-		return out.print(orgs, func(w io.Writer) {
+		return out.print(operations.OrgsOf(orgs), func(w io.Writer) {
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "SLUG\tNAME\tENVIRONMENT\tCREATED")
 			for _, o := range orgs {
@@ -239,7 +240,7 @@ func clientsRevoke(fs *flag.FlagSet, env cli.Env) cli.Action {
 		if err != nil {
 			return err
 		}
-		return out.print(c, func(w io.Writer) {
+		return out.print(operations.ClientOf(c), func(w io.Writer) {
 			fmt.Fprintf(w, "revoked client %s: token requests are refused and every token it held is dead\n", c.ID)
 		})
 	})
@@ -252,7 +253,7 @@ func clientsList(fs *flag.FlagSet, env cli.Env) cli.Action {
 		if err != nil {
 			return err
 		}
-		return out.print(list, func(w io.Writer) {
+		return out.print(operations.ClientsOf(list), func(w io.Writer) {
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "CLIENT_ID\tNAME\tAUDIENCE\tORG\tSTATUS\tSCOPES\tRATE/MIN")
 			for _, c := range list {
@@ -269,7 +270,7 @@ func clientsShow(fs *flag.FlagSet, env cli.Env) cli.Action {
 		if err != nil {
 			return err
 		}
-		return out.print(c, func(w io.Writer) { describe(w, c) })
+		return out.print(operations.ClientOf(c), func(w io.Writer) { describe(w, c) })
 	})
 }
 
@@ -279,9 +280,9 @@ func clientsAudit(fs *flag.FlagSet, env cli.Env) cli.Action {
 		if err != nil {
 			return err
 		}
-		return out.print(entries, func(w io.Writer) {
+		return out.print(operations.AuditEntriesOf(entries), func(w io.Writer) {
 			for _, e := range entries {
-				fmt.Fprintf(w, "%s  %-28s %s %s\n", e.At.Format(time.RFC3339Nano), e.Event, e.ClientID, printable(e.Detail))
+				fmt.Fprintf(w, "%s  %-28s %s %s\n", e.At.Format(time.RFC3339Nano), e.Event, e.ClientID, printable(e.DetailWithActor()))
 			}
 		})
 	})
@@ -301,7 +302,7 @@ func clientsSetRateLimit(fs *flag.FlagSet, env cli.Env) cli.Action {
 		if err != nil {
 			return err
 		}
-		return out.print(c, func(w io.Writer) {
+		return out.print(operations.ClientOf(c), func(w io.Writer) {
 			fmt.Fprintf(w, "client %s: %d API requests and %d token requests per minute, from the next request\n", c.ID, c.RateLimitPerMinute, c.TokenRateLimitPerMinute)
 		})
 	})
@@ -347,7 +348,7 @@ func (o output) secret(c operations.WithSecret, err error, verb string) error {
 		return err
 	}
 	if o.json {
-		if perr := o.print(c, nil); perr != nil {
+		if perr := o.print(operations.ClientWithSecretOf(c), nil); perr != nil {
 			return perr
 		}
 	} else {
@@ -368,7 +369,7 @@ func (o output) changed(c clients.Client, err error, line string) error {
 	if c.ID == "" || (err != nil && !errors.Is(err, clients.ErrNotReplicated)) {
 		return err
 	}
-	if perr := o.print(c, func(w io.Writer) { fmt.Fprintf(w, line+"\n", c.ID); describe(w, c) }); perr != nil {
+	if perr := o.print(operations.ClientOf(c), func(w io.Writer) { fmt.Fprintf(w, line+"\n", c.ID); describe(w, c) }); perr != nil {
 		return perr
 	}
 	return err
@@ -376,15 +377,8 @@ func (o output) changed(c clients.Client, err error, line string) error {
 
 func (o output) seed(org clients.Org, seeded []clients.SeededClient) error {
 	if o.json {
-		type item struct {
-			clients.Client
-			ClientSecret string `json:"client_secret,omitempty"`
-		}
-		items := make([]item, len(seeded))
-		for i, s := range seeded {
-			items[i] = item{s.Client, s.Secret}
-		}
-		return o.print(map[string]any{"organization": org, "clients": items, "note": "sandbox: demo data only, never real patients"}, nil)
+		return o.print(map[string]any{"organization": operations.OrgOf(org), "clients": operations.SeededOf(seeded),
+			"note": "sandbox: demo data only, never real patients"}, nil)
 	}
 	fmt.Fprintf(o.w, "sandbox organisation %s (%s): demo data only, never real patients\n\n", org.Slug, printable(org.Name))
 	for _, s := range seeded {

@@ -98,47 +98,49 @@ var (
 
 // Org is an organisation.
 type Org struct {
-	Slug        string    `json:"slug"`
-	Name        string    `json:"name"`
-	Environment string    `json:"environment"`
-	CreatedAt   time.Time `json:"created_at"`
+	Slug        string
+	Name        string
+	Environment string
+	CreatedAt   time.Time
 }
 
-// Client is a client's record, without its secret digest.
+// Client is a client's record, without its secret digest. It is a
+// storage type: the admin API and the CLI show it in their own wire form
+// (authserver/operations: Client).
 type Client struct {
-	ID                      string     `json:"client_id"`
-	Name                    string     `json:"name"`
-	Audience                string     `json:"audience"`
-	OrgSlug                 string     `json:"organization_slug"`
-	OrgName                 string     `json:"organization_name"`
-	Environment             string     `json:"environment"`
-	Scopes                  []string   `json:"scopes"`
-	RateLimitPerMinute      int64      `json:"rate_limit_per_minute"`
-	TokenRateLimitPerMinute int64      `json:"token_rate_limit_per_minute"`
-	Status                  string     `json:"status"`
-	Generation              int64      `json:"credential_generation"`
-	CreatedAt               time.Time  `json:"created_at"`
-	UpdatedAt               time.Time  `json:"updated_at"`
-	RotatedAt               *time.Time `json:"secret_rotated_at,omitempty"`
-	RevokedAt               *time.Time `json:"revoked_at,omitempty"`
+	ID                      string
+	Name                    string
+	Audience                string
+	OrgSlug                 string
+	OrgName                 string
+	Environment             string
+	Scopes                  []string
+	RateLimitPerMinute      int64
+	TokenRateLimitPerMinute int64
+	Status                  string
+	Generation              int64
+	CreatedAt               time.Time
+	UpdatedAt               time.Time
+	RotatedAt               *time.Time
+	RevokedAt               *time.Time
 	// AuthMethod is how the client authenticates: AuthClientSecret (HTTP
 	// Basic or form parameters) or AuthPrivateKeyJWT.
-	AuthMethod string `json:"auth_method"`
+	AuthMethod string
 	// Secrets are the ids of the secrets the client holds (one or two;
 	// none for private_key_jwt), oldest first.
-	Secrets []SecretInfo `json:"secrets"`
+	Secrets []SecretInfo
 	// KeysVersion counts the client's key sets (private_key_jwt): 1 at
 	// creation, one more with each rotate-keys.
-	KeysVersion int64 `json:"keys_version,omitempty"`
+	KeysVersion int64
 	// JWKSURI is where the client's public keys are fetched, when they are
 	// not registered (private_key_jwt).
-	JWKSURI string `json:"jwks_uri,omitempty"`
+	JWKSURI string
 }
 
 // SecretInfo names one of a client's secrets (never the secret).
 type SecretInfo struct {
-	ID        int64     `json:"secret_id"`
-	CreatedAt time.Time `json:"created_at"`
+	ID        int64
+	CreatedAt time.Time
 }
 
 // Client authentication methods (RFC 7591 section 2 names the last; a
