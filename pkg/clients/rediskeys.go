@@ -5,7 +5,7 @@ package clients
 // "{ID}", an organisation's under "{org:SLUG}", the indexes under
 // "{registry}". deploy/docs/redis-keys.md lists them with every other key
 // the platform writes (types, lifetimes, owners), and
-// authserver's TestRedisKeysListed checks that list against what the
+// authserver/adminapi's TestRedisKeysListed checks that list against what the
 // servers write.
 
 // clientKey is a client's record (hash, kept for good).
