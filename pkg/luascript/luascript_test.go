@@ -14,20 +14,16 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(redistest.RunMain(m)) }
 
-// body errors at its line 4, or, with ARGV[1] "lib", inside window.lua
-// (window_limit given no key).
-const body = `-- test body: KEYS: 1 a window key. ARGV: 1 'lib' or 'own'.
-if ARGV[1] == 'lib' then return window_limit(nil, 1, 1000, 0) end
-local t = nil
-return t.boom
-`
-
 // TestLineNumbers: an error of a composed script names the file and the
 // line in it, in the library and in the script's own file, and the offset
 // of the script's own file is the library's line count.
 func TestLineNumbers(t *testing.T) {
 	rdb := redistest.Client(t)
-	s := luascript.New(ratelimit.WindowFile, luascript.File{Name: "body.lua", Text: body})
+	body, err := os.ReadFile("testdata/boom.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := luascript.New(ratelimit.WindowFile, luascript.File{Name: "body.lua", Text: string(body)})
 	libLines := strings.Count(ratelimit.WindowLua, "\n")
 	if got := s.Offset("body.lua"); got != libLines {
 		t.Fatalf("Offset(body.lua) = %d, want window.lua's %d lines", got, libLines)
@@ -35,8 +31,8 @@ func TestLineNumbers(t *testing.T) {
 	if s.Offset(ratelimit.WindowFile.Name) != 0 || s.Offset("nope") != -1 {
 		t.Fatalf("offsets %d %d", s.Offset(ratelimit.WindowFile.Name), s.Offset("nope"))
 	}
-	err := s.Run(t.Context(), rdb, []string{"k"}, "own").Err()
-	want := "body.lua:4 (user_script:" + itoa(libLines+4) + ")"
+	err = s.Run(t.Context(), rdb, []string{"k"}, "own").Err()
+	want := "body.lua:9 (user_script:" + itoa(libLines+9) + ")"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("error %v, want it to name %s", err, want)
 	}
