@@ -81,7 +81,7 @@ flags:
   --name string       client name
   --org string        slug of an existing organisation
   --rate-limit int    API requests per minute, at least 1 (default 120)
-  --scopes string     space-separated scopes
+  --scopes string     space-separated scopes (required; --scopes "" for none)
 `
 	// As a process, and in-process for the other spellings.
 	if stdout, stderr, code := execAuthserver(t, nil, "clients", "create", "--help"); stdout != want || stderr != "" || code != 0 {
@@ -318,7 +318,7 @@ func TestUnconfirmedChangePrintsItsSecret(t *testing.T) {
 	if _, stderr, code := execAuthserver(t, env, "orgs", "create", "--slug", "unconf", "--name", "U", "--environment", "live"); code != 3 {
 		t.Fatalf("orgs create: exit %d: %s", code, stderr)
 	}
-	stdout, stderr, code := execAuthserver(t, env, "clients", "create", "--org", "unconf", "--name", "n", "--audience", "pharma", "--json")
+	stdout, stderr, code := execAuthserver(t, env, "clients", "create", "--org", "unconf", "--name", "n", "--audience", "pharma", "--scopes", "", "--json")
 	var made struct {
 		ID     string `json:"client_id"`
 		Secret string `json:"client_secret"`

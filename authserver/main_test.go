@@ -20,6 +20,7 @@ import (
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
 
+	"github.com/partnerapi/authplatform/authserver/operations"
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/logtest"
@@ -88,7 +89,7 @@ func (h *harness) must(args ...string) string {
 
 // createdClient is the --json output of clients create and rotate-secret.
 type createdClient struct {
-	clients.Client
+	operations.Client
 	ClientSecret string `json:"client_secret"`
 }
 
@@ -132,6 +133,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"healthcheck", "extra"}, "healthcheck takes 0 argument(s), got 1 (run 'authserver healthcheck --help')"},
 		{[]string{"help", "nope"}, `unknown command "nope" (run 'authserver help')`},
 		{[]string{"clients", "create", "--org", "a", "--name", "n", "--audience", "pharma", "--rate-limit", "0"}, "--rate-limit 0: a limit must be at least 1 request per minute"},
+		{[]string{"clients", "create", "--org", "a", "--name", "n", "--audience", "pharma"}, `clients create needs --scopes "SCOPE ..." (--scopes "" makes a client with no scope)`},
 		{[]string{"clients", "set-rate-limit", "svc_x", "0"}, "rate limit 0: a limit must be at least 1 request per minute"},
 		{[]string{"clients", "set-rate-limit", "--token", "svc_x", "--", "-1"}, "rate limit -1: a limit must be at least 1 request per minute"},
 	} {

@@ -12,10 +12,13 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/partnerapi/authplatform/authserver/operations"
+	"github.com/partnerapi/authplatform/pkg/audit"
 	"github.com/partnerapi/authplatform/pkg/cli"
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/redisconn"
@@ -79,7 +82,7 @@ func operator(fs *flag.FlagSet, env cli.Env, body func(ctx context.Context, ops 
 			return err
 		}
 		defer closeStore()
-		ctx = clients.WithActor(ctx, "cli")
+		ctx = audit.WithActor(ctx, audit.CLI)
 		return body(ctx, &operations.Service{Registry: store}, output{w: env.Stdout, json: *asJSON}, args)
 	}
 }
@@ -102,7 +105,9 @@ func orgsCreate(fs *flag.FlagSet, env cli.Env) cli.Action {
 		if err != nil {
 			return err
 		}
-		return out.print(o, func(w io.Writer) { fmt.Fprintf(w, "created organisation %s (%s, %s)\n", o.Slug, o.Name, o.Environment) })
+		return out.print(operations.OrgOf(o), func(w io.Writer) {
+			fmt.Fprintf(w, "created organisation %s (%s, %s)\n", o.Slug, printable(o.Name), o.Environment)
+		})
 	})
 }
 
@@ -112,11 +117,11 @@ func orgsList(fs *flag.FlagSet, env cli.Env) cli.Action {
 		if err != nil {
 			return err
 		}
-		return out.print(orgs, func(w io.Writer) {
+		return out.print(operations.OrgsOf(orgs), func(w io.Writer) {
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "SLUG\tNAME\tENVIRONMENT\tCREATED")
 			for _, o := range orgs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", o.Slug, o.Name, o.Environment, o.CreatedAt.Format(time.RFC3339))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", printable(o.Slug), printable(o.Name), o.Environment, o.CreatedAt.Format(time.RFC3339))
 			}
 			tw.Flush()
 		})
@@ -127,13 +132,16 @@ func clientsCreate(fs *flag.FlagSet, env cli.Env) cli.Action {
 	org := fs.String("org", "", "slug of an existing organisation")
 	name := fs.String("name", "", "client name")
 	audience := fs.String("audience", "", "pharma, hospital or psp_partner")
-	scopes := fs.String("scopes", "", "space-separated scopes")
+	scopes := fs.String("scopes", "", `space-separated scopes (required; --scopes "" for none)`)
 	rateLimit := fs.Int64("rate-limit", clients.DefaultRateLimitPerMinute, "API requests per minute, at least 1")
 	auth := fs.String("auth", clients.AuthClientSecret, "client_secret, or private_key_jwt (RFC 7523) with --jwks-file or --jwks-url")
 	keys := keyFlags(fs, env)
 	return operator(fs, env, func(ctx context.Context, ops *operations.Service, out output, _ []string) error {
 		if err := checkLimit("--rate-limit", *rateLimit); err != nil {
 			return err
+		}
+		if !flagGiven(fs, "scopes") {
+			return usagef(`clients create needs --scopes "SCOPE ..." (--scopes "" makes a client with no scope)`)
 		}
 		spec := clients.ClientSpec{OrgSlug: *org, Name: *name, Audience: *audience,
 			Scopes: clients.ParseScopes(*scopes), RateLimitPerMinute: *rateLimit}
@@ -157,6 +165,14 @@ func clientsCreate(fs *flag.FlagSet, env cli.Env) cli.Action {
 		}
 		return out.secret(c, err, "created client")
 	})
+}
+
+// flagGiven reports whether the flag name was set on the command line,
+// even to "".
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }
 
 // keyFlags declares --jwks-file and --jwks-url: a private_key_jwt client's
@@ -251,7 +267,7 @@ func clientsRevoke(fs *flag.FlagSet, env cli.Env) cli.Action {
 		if err != nil {
 			return err
 		}
-		return out.print(c, func(w io.Writer) {
+		return out.print(operations.ClientOf(c), func(w io.Writer) {
 			fmt.Fprintf(w, "revoked client %s: token requests are refused and every token it held is dead\n", c.ID)
 		})
 	})
@@ -264,11 +280,11 @@ func clientsList(fs *flag.FlagSet, env cli.Env) cli.Action {
 		if err != nil {
 			return err
 		}
-		return out.print(list, func(w io.Writer) {
+		return out.print(operations.ClientsOf(list), func(w io.Writer) {
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "CLIENT_ID\tNAME\tAUDIENCE\tORG\tSTATUS\tSCOPES\tRATE/MIN")
 			for _, c := range list {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\n", c.ID, c.Name, c.Audience, c.OrgSlug, c.Status, strings.Join(c.Scopes, " "), c.RateLimitPerMinute)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\n", c.ID, printable(c.Name), c.Audience, printable(c.OrgSlug), c.Status, strings.Join(c.Scopes, " "), c.RateLimitPerMinute)
 			}
 			tw.Flush()
 		})
@@ -281,7 +297,7 @@ func clientsShow(fs *flag.FlagSet, env cli.Env) cli.Action {
 		if err != nil {
 			return err
 		}
-		return out.print(c, func(w io.Writer) { describe(w, c) })
+		return out.print(operations.ClientOf(c), func(w io.Writer) { describe(w, c) })
 	})
 }
 
@@ -291,9 +307,9 @@ func clientsAudit(fs *flag.FlagSet, env cli.Env) cli.Action {
 		if err != nil {
 			return err
 		}
-		return out.print(entries, func(w io.Writer) {
+		return out.print(operations.AuditEntriesOf(entries), func(w io.Writer) {
 			for _, e := range entries {
-				fmt.Fprintf(w, "%s  %-28s %s %s\n", e.At.Format(time.RFC3339Nano), e.Event, e.ClientID, e.Detail)
+				fmt.Fprintf(w, "%s  %-28s %s %s\n", e.At.Format(time.RFC3339Nano), e.Event, e.ClientID, printable(e.DetailWithActor()))
 			}
 		})
 	})
@@ -313,7 +329,7 @@ func clientsSetRateLimit(fs *flag.FlagSet, env cli.Env) cli.Action {
 		if err != nil {
 			return err
 		}
-		return out.print(c, func(w io.Writer) {
+		return out.print(operations.ClientOf(c), func(w io.Writer) {
 			fmt.Fprintf(w, "client %s: %d API requests and %d token requests per minute, from the next request\n", c.ID, c.RateLimitPerMinute, c.TokenRateLimitPerMinute)
 		})
 	})
@@ -359,7 +375,7 @@ func (o output) secret(c operations.WithSecret, err error, verb string) error {
 		return err
 	}
 	if o.json {
-		if perr := o.print(c, nil); perr != nil {
+		if perr := o.print(operations.ClientWithSecretOf(c), nil); perr != nil {
 			return perr
 		}
 	} else {
@@ -380,7 +396,7 @@ func (o output) changed(c clients.Client, err error, line string) error {
 	if c.ID == "" || (err != nil && !errors.Is(err, clients.ErrNotReplicated)) {
 		return err
 	}
-	if perr := o.print(c, func(w io.Writer) { fmt.Fprintf(w, line+"\n", c.ID); describe(w, c) }); perr != nil {
+	if perr := o.print(operations.ClientOf(c), func(w io.Writer) { fmt.Fprintf(w, line+"\n", c.ID); describe(w, c) }); perr != nil {
 		return perr
 	}
 	return err
@@ -388,17 +404,10 @@ func (o output) changed(c clients.Client, err error, line string) error {
 
 func (o output) seed(org clients.Org, seeded []clients.SeededClient) error {
 	if o.json {
-		type item struct {
-			clients.Client
-			ClientSecret string `json:"client_secret,omitempty"`
-		}
-		items := make([]item, len(seeded))
-		for i, s := range seeded {
-			items[i] = item{s.Client, s.Secret}
-		}
-		return o.print(map[string]any{"organization": org, "clients": items, "note": "sandbox: demo data only, never real patients"}, nil)
+		return o.print(map[string]any{"organization": operations.OrgOf(org), "clients": operations.SeededOf(seeded),
+			"note": "sandbox: demo data only, never real patients"}, nil)
 	}
-	fmt.Fprintf(o.w, "sandbox organisation %s (%s): demo data only, never real patients\n\n", org.Slug, org.Name)
+	fmt.Fprintf(o.w, "sandbox organisation %s (%s): demo data only, never real patients\n\n", org.Slug, printable(org.Name))
 	for _, s := range seeded {
 		fmt.Fprintf(o.w, "%-12s %s  scopes: %s\n", s.Client.Audience, s.Client.ID, strings.Join(s.Client.Scopes, " "))
 		if s.Secret != "" {
@@ -413,7 +422,7 @@ func (o output) seed(org clients.Org, seeded []clients.SeededClient) error {
 func describe(w io.Writer, c clients.Client) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "  name\t%s\n  audience\t%s\n  organisation\t%s (%s)\n  environment\t%s\n  scopes\t%s\n  status\t%s\n  rate limit\t%d/min API, %d/min token\n  generation\t%d\n  created\t%s\n  authentication\t%s\n",
-		c.Name, c.Audience, c.OrgSlug, c.OrgName, c.Environment, strings.Join(c.Scopes, " "), c.Status,
+		printable(c.Name), c.Audience, printable(c.OrgSlug), printable(c.OrgName), c.Environment, strings.Join(c.Scopes, " "), c.Status,
 		c.RateLimitPerMinute, c.TokenRateLimitPerMinute, c.Generation, c.CreatedAt.Format(time.RFC3339), c.AuthMethod)
 	for _, si := range c.Secrets {
 		fmt.Fprintf(tw, "  secret %d\tsince %s\n", si.ID, si.CreatedAt.Format(time.RFC3339))
@@ -421,9 +430,46 @@ func describe(w io.Writer, c clients.Client) {
 	if c.AuthMethod == clients.AuthPrivateKeyJWT {
 		keys := "registered JWK set"
 		if c.JWKSURI != "" {
-			keys = c.JWKSURI
+			keys = printable(c.JWKSURI)
 		}
 		fmt.Fprintf(tw, "  keys\tversion %d, %s\n", c.KeysVersion, keys)
 	}
 	tw.Flush()
+}
+
+// printable escapes what a terminal would act on instead of showing, in
+// text read from the registry (names stored before
+// clients.NameProblems refused such characters): every character that is
+// not printable (unicode.IsPrint: controls, format characters such as the
+// bidirectional overrides, invalid UTF-8) is written as a Go escape
+// (\n, \x1b, \u202e), and so is a backslash (\\), so the printed text
+// reads back unambiguously. JSON output (--json) is escaped by JSON.
+func printable(s string) string {
+	clean := true
+	for _, r := range s {
+		if r == '\\' || r == utf8.RuneError || !unicode.IsPrint(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i, w := 0, 0; i < len(s); i += w {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		w = n
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\\':
+			b.WriteString(`\\`)
+		case unicode.IsPrint(r):
+			b.WriteRune(r)
+		default:
+			q := strconv.QuoteRuneToASCII(r) // '\n', '\x1b', '\u202e'
+			b.WriteString(q[1 : len(q)-1])
+		}
+	}
+	return b.String()
 }

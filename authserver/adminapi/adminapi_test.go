@@ -1,6 +1,7 @@
 package adminapi_test
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -166,7 +167,12 @@ func TestListClientsPages(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("pages gave %v, want %v", got, want)
 	}
-	for path, status := range map[string]int{"/admin/v1/clients?org=nope": 404, "/admin/v1/clients?limit=0": 400, "/admin/v1/clients?limit=501": 400, "/admin/v1/clients?cursor=%21%21": 400} {
+	for path, status := range map[string]int{"/admin/v1/clients?org=nope": 404, "/admin/v1/clients?limit=0": 400, "/admin/v1/clients?limit=501": 400, "/admin/v1/clients?cursor=%21%21": 400,
+		// Cursors the API never gave: base64url, but not of a client id.
+		"/admin/v1/clients?cursor=zzz": 400, "/admin/v1/clients?cursor=" + base64.RawURLEncoding.EncodeToString([]byte("svc_")): 400,
+		"/admin/v1/audit?cursor=zzz": 400, "/admin/v1/audit?cursor=" + base64.RawURLEncoding.EncodeToString([]byte("1-x")): 400,
+		// One of the form it gives pages on.
+		"/admin/v1/audit?cursor=" + base64.RawURLEncoding.EncodeToString([]byte("1-0")): 200} {
 		if a := s.call(hc, "GET", path, nil); a.Status != status {
 			t.Errorf("GET %s: %d %s, want %d", path, a.Status, a.Body, status)
 		}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
+	"github.com/partnerapi/authplatform/pkg/audit"
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/httpserver"
 	"github.com/partnerapi/authplatform/pkg/logging"
@@ -23,8 +24,8 @@ type operator struct {
 }
 
 // actor names the caller in the audit entries of the changes it makes.
-func (o *operator) actor(r *http.Request) string {
-	return "operator=" + o.ClientID + " request_id=" + logging.RequestID(r.Context()) + " address=" + o.Address
+func (o *operator) actor(r *http.Request) audit.Actor {
+	return audit.Actor{Operator: o.ClientID, RequestID: logging.RequestID(r.Context()), Address: o.Address}
 }
 
 // challenge is the WWW-Authenticate of a refused token (RFC 6750 section

@@ -8,9 +8,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 
 	"github.com/partnerapi/authplatform/authserver/operations"
@@ -26,32 +26,6 @@ func OpenAPI() []byte { return bytes.Clone(openAPIDocument) }
 
 func (s *Server) handleOpenAPI(context.Context, *http.Request, []byte) (int, any, error) {
 	return http.StatusOK, json.RawMessage(openAPIDocument), nil
-}
-
-// decode reads a JSON object body into v: unknown members, a second value
-// or trailing bytes are refused.
-func decode(body []byte, v any) error {
-	if len(body) == 0 {
-		return invalid("a JSON object body is required")
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var syntax *json.SyntaxError
-		var typ *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &syntax):
-			return invalid("the body is not valid JSON")
-		case errors.As(err, &typ):
-			return invalid(fmt.Sprintf("member %q must be a %s", typ.Field, typ.Type))
-		default:
-			return invalid("the body does not fit: " + err.Error())
-		}
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return invalid("the body must hold one JSON object")
-	}
-	return nil
 }
 
 // noBody refuses a body where an operation takes none.
@@ -72,8 +46,11 @@ type page[T any] struct {
 	NextCursor string `json:"next_cursor,omitempty"`
 }
 
-// pageQuery reads limit (1-500, default 100) and cursor.
-func pageQuery(q url.Values) (limit int, cursor string, err error) {
+// pageQuery reads limit (1-500, default 100) and cursor. A cursor is the
+// base64url of the last item's id on the page before (nextCursor), and
+// must decode to an id of the listing's own form (valid): a cursor the API
+// never gave is refused, never answered with an empty page.
+func pageQuery(q url.Values, valid func(string) bool) (limit int, cursor string, err error) {
 	limit = 100
 	if v := q.Get("limit"); v != "" {
 		n, perr := strconv.Atoi(v)
@@ -84,7 +61,7 @@ func pageQuery(q url.Values) (limit int, cursor string, err error) {
 	}
 	if v := q.Get("cursor"); v != "" {
 		raw, derr := base64.RawURLEncoding.DecodeString(v)
-		if derr != nil || len(raw) == 0 {
+		if derr != nil || len(raw) == 0 || !valid(string(raw)) {
 			return 0, "", invalid("cursor is not one this API gave")
 		}
 		cursor = string(raw)
@@ -92,16 +69,20 @@ func pageQuery(q url.Values) (limit int, cursor string, err error) {
 	return limit, cursor, nil
 }
 
+// streamID is the form of a Redis stream entry id (the admin audit's
+// cursor).
+var streamID = regexp.MustCompile(`^[0-9]{1,20}-[0-9]{1,20}$`)
+
 func nextCursor(last string) string { return base64.RawURLEncoding.EncodeToString([]byte(last)) }
 
 // org is an organisation as answered, with its URL.
-type org struct{ clients.Org }
+type org struct{ operations.Org }
 
 func (o org) Location() string { return Prefix + "/orgs/" + o.Slug }
 
 func (s *Server) handleListOrgs(ctx context.Context, r *http.Request, _ []byte) (int, any, error) {
 	orgs, err := s.deps.Ops.ListOrgs(ctx)
-	return http.StatusOK, list[clients.Org]{Items: orgs}, err
+	return http.StatusOK, list[operations.Org]{Items: operations.OrgsOf(orgs)}, err
 }
 
 type createOrgRequest struct {
@@ -119,22 +100,22 @@ func (s *Server) handleCreateOrg(ctx context.Context, r *http.Request, body []by
 	if err != nil && !errors.Is(err, clients.ErrNotReplicated) {
 		return 0, nil, err
 	}
-	return http.StatusCreated, org{o}, err
+	return http.StatusCreated, org{operations.OrgOf(o)}, err
 }
 
 func (s *Server) handleGetOrg(ctx context.Context, r *http.Request, _ []byte) (int, any, error) {
 	o, err := s.deps.Ops.GetOrg(ctx, r.PathValue("slug"))
-	return http.StatusOK, o, err
+	return http.StatusOK, operations.OrgOf(o), err
 }
 
 func (s *Server) handleOrgAudit(ctx context.Context, r *http.Request, _ []byte) (int, any, error) {
 	entries, err := s.deps.Ops.OrgAudit(ctx, r.PathValue("slug"))
-	return http.StatusOK, list[clients.AuditEntry]{Items: entries}, err
+	return http.StatusOK, list[operations.AuditEntry]{Items: operations.AuditEntriesOf(entries)}, err
 }
 
 func (s *Server) handleListClients(ctx context.Context, r *http.Request, _ []byte) (int, any, error) {
 	q := r.URL.Query()
-	limit, after, err := pageQuery(q)
+	limit, after, err := pageQuery(q, clients.ValidClientID)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -142,10 +123,7 @@ func (s *Server) handleListClients(ctx context.Context, r *http.Request, _ []byt
 	if err != nil {
 		return 0, nil, err
 	}
-	out := page[clients.Client]{Items: p.Clients}
-	if out.Items == nil {
-		out.Items = []clients.Client{}
-	}
+	out := page[operations.Client]{Items: operations.ClientsOf(p.Clients)}
 	if p.More && len(p.Clients) > 0 {
 		out.NextCursor = nextCursor(p.Clients[len(p.Clients)-1].ID)
 	}
@@ -188,7 +166,7 @@ func (k keysRequest) source(allowHTTP bool) (clients.ClientKeySource, error) {
 }
 
 // clientWithSecret is a created or rotated client, with its URL.
-type clientWithSecret struct{ operations.WithSecret }
+type clientWithSecret struct{ operations.ClientWithSecret }
 
 func (c clientWithSecret) Location() string { return Prefix + "/clients/" + c.ID }
 
@@ -224,13 +202,13 @@ func (s *Server) handleCreateClient(ctx context.Context, r *http.Request, body [
 		if err != nil && (!errors.Is(err, clients.ErrNotReplicated) || c.ID == "") {
 			return 0, nil, err
 		}
-		return http.StatusCreated, createdClient{c.Client}, err
+		return http.StatusCreated, createdClient{operations.ClientOf(c.Client)}, err
 	}
 	return withSecretResult(http.StatusCreated, c, err)
 }
 
 // createdClient is a created private_key_jwt client, with its URL.
-type createdClient struct{ clients.Client }
+type createdClient struct{ operations.Client }
 
 func (c createdClient) Location() string { return Prefix + "/clients/" + c.ID }
 
@@ -243,12 +221,12 @@ func withSecretResult(status int, c operations.WithSecret, err error) (int, any,
 		}
 		return 0, nil, err
 	}
-	return status, clientWithSecret{c}, err
+	return status, clientWithSecret{operations.ClientWithSecretOf(c)}, err
 }
 
 func (s *Server) handleGetClient(ctx context.Context, r *http.Request, _ []byte) (int, any, error) {
 	c, err := s.deps.Ops.GetClient(ctx, r.PathValue("client_id"))
-	return http.StatusOK, c, err
+	return http.StatusOK, operations.ClientOf(c), err
 }
 
 func (s *Server) handleRotateSecret(ctx context.Context, r *http.Request, body []byte) (int, any, error) {
@@ -258,13 +236,13 @@ func (s *Server) handleRotateSecret(ctx context.Context, r *http.Request, body [
 	c, err := s.deps.Ops.RotateSecret(ctx, r.PathValue("client_id"))
 	status, v, err := withSecretResult(http.StatusOK, c, err)
 	if v != nil {
-		v = rotated{v.(clientWithSecret).WithSecret} // 200: no Location
+		v = rotated{v.(clientWithSecret).ClientWithSecret} // 200: no Location
 	}
 	return status, v, err
 }
 
 // rotated is a rotated client: the same body as a created one.
-type rotated struct{ operations.WithSecret }
+type rotated struct{ operations.ClientWithSecret }
 
 // changed answers a client after a change: the client, or, when the
 // replicas did not confirm it, the client with the error.
@@ -272,12 +250,12 @@ func changed(c clients.Client, err error) (int, any, error) {
 	if err != nil && (!errors.Is(err, clients.ErrNotReplicated) || c.ID == "") {
 		return 0, nil, err
 	}
-	return http.StatusOK, c, err
+	return http.StatusOK, operations.ClientOf(c), err
 }
 
 // addedSecret is a client with its new second secret and the secret's
 // id; its URL is the secret's.
-type addedSecret struct{ operations.WithSecret }
+type addedSecret struct{ operations.ClientWithSecret }
 
 func (a addedSecret) Location() string {
 	return Prefix + "/clients/" + a.ID + "/secrets/" + strconv.FormatInt(a.SecretID, 10)
@@ -296,7 +274,7 @@ func (s *Server) handleAddSecret(ctx context.Context, r *http.Request, body []by
 		}
 		return 0, nil, err
 	}
-	return http.StatusCreated, addedSecret{c}, err
+	return http.StatusCreated, addedSecret{operations.ClientWithSecretOf(c)}, err
 }
 
 // handleRetireSecret takes one of a client's two secrets away; that
@@ -366,7 +344,7 @@ func (s *Server) handleSetRateLimit(token bool) handlerFunc {
 
 func (s *Server) handleClientAudit(ctx context.Context, r *http.Request, _ []byte) (int, any, error) {
 	entries, err := s.deps.Ops.ClientAudit(ctx, r.PathValue("client_id"))
-	return http.StatusOK, list[clients.AuditEntry]{Items: entries}, err
+	return http.StatusOK, list[operations.AuditEntry]{Items: operations.AuditEntriesOf(entries)}, err
 }
 
 // keys is the signing key state this replica serves.
@@ -429,14 +407,9 @@ func (s *Server) published(kid string) bool {
 }
 
 type seeded struct {
-	Organization clients.Org    `json:"organization"`
-	Clients      []seededClient `json:"clients"`
-	Note         string         `json:"note"`
-}
-
-type seededClient struct {
-	clients.Client
-	ClientSecret string `json:"client_secret,omitempty"`
+	Organization operations.Org      `json:"organization"`
+	Clients      []operations.Seeded `json:"clients"`
+	Note         string              `json:"note"`
 }
 
 func (s *Server) handleSeedSandbox(ctx context.Context, r *http.Request, body []byte) (int, any, error) {
@@ -450,19 +423,16 @@ func (s *Server) handleSeedSandbox(ctx context.Context, r *http.Request, body []
 		}
 		return 0, nil, err
 	}
-	out := seeded{Organization: o, Note: "sandbox: demo data only, never real patients"}
-	for _, c := range list {
-		out.Clients = append(out.Clients, seededClient{c.Client, c.Secret})
-	}
+	out := seeded{Organization: operations.OrgOf(o), Clients: operations.SeededOf(list), Note: "sandbox: demo data only, never real patients"}
 	return http.StatusOK, out, err
 }
 
 func (s *Server) handleAdminAudit(ctx context.Context, r *http.Request, _ []byte) (int, any, error) {
-	limit, before, err := pageQuery(r.URL.Query())
+	limit, before, err := pageQuery(r.URL.Query(), streamID.MatchString)
 	if err != nil {
 		return 0, nil, err
 	}
-	entries, err := s.audit.read(ctx, before, limit)
+	entries, err := s.audit.read(ctx, before, r.URL.Query().Get("operator"), limit)
 	if err != nil {
 		return 0, nil, err
 	}

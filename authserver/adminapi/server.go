@@ -13,6 +13,7 @@ import (
 
 	"github.com/partnerapi/authplatform/authserver/operations"
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
+	"github.com/partnerapi/authplatform/pkg/audit"
 	"github.com/partnerapi/authplatform/pkg/clientip"
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/httpserver"
@@ -160,7 +161,7 @@ func (s *Server) endpoint(rt route) http.Handler {
 			s.record(ctx, r, op, p.Status, false)
 			return
 		}
-		ctx = clients.WithActor(ctx, op.actor(r))
+		ctx = audit.WithActor(ctx, op.actor(r))
 		if r.Method == http.MethodPost && r.Header.Get(IdempotencyKeyHeader) != "" {
 			status := s.idempotent(ctx, w, r, op, body, rt.handle)
 			s.record(ctx, r, op, status, status < 0)

@@ -10,4 +10,9 @@
 // A change the Redis replicas did not confirm (clients.ErrNotReplicated)
 // comes back WITH its result: the change took effect on the primary, and a
 // new secret is the only one that works now, so it is never dropped.
+//
+// Names given at either door pass one rule (clients.NameProblems: no
+// control or bidirectional formatting character). The wire types (wire.go)
+// are what both doors show: the admin API's JSON and the CLI's --json,
+// converted from the registry's storage types.
 package operations

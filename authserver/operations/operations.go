@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/partnerapi/authplatform/pkg/audit"
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/keywithdrawal"
 )
@@ -33,12 +34,13 @@ func CheckLimit(what string, n int64) error {
 	return nil
 }
 
-// WithSecret is a client with its secret: the one time the secret is shown.
+// WithSecret is a client with its secret: the one time the secret is shown
+// (its wire form: ClientWithSecret).
 type WithSecret struct {
 	clients.Client
-	ClientSecret string `json:"client_secret"`
+	ClientSecret string
 	// SecretID is the new secret's id (add-secret only).
-	SecretID int64 `json:"secret_id,omitempty"`
+	SecretID int64
 }
 
 // CreateOrg creates an organisation.
@@ -157,7 +159,7 @@ func (s *Service) ListClientPage(ctx context.Context, orgSlug, after string, lim
 
 // ClientAudit returns a client's audit entries, oldest first; an unknown
 // client is ErrNotFound, not an empty trail.
-func (s *Service) ClientAudit(ctx context.Context, id string) ([]clients.AuditEntry, error) {
+func (s *Service) ClientAudit(ctx context.Context, id string) ([]audit.Record, error) {
 	if _, err := s.Registry.GetClient(ctx, id); err != nil {
 		return nil, err
 	}
@@ -167,7 +169,7 @@ func (s *Service) ClientAudit(ctx context.Context, id string) ([]clients.AuditEn
 // OrgAudit returns an organisation's own entries and those of each of its
 // clients, oldest first (ties in client id order); an unknown organisation
 // is ErrNotFound.
-func (s *Service) OrgAudit(ctx context.Context, slug string) ([]clients.AuditEntry, error) {
+func (s *Service) OrgAudit(ctx context.Context, slug string) ([]audit.Record, error) {
 	if _, err := s.Registry.GetOrg(ctx, slug); err != nil {
 		return nil, err
 	}
@@ -190,7 +192,7 @@ func (s *Service) OrgAudit(ctx context.Context, slug string) ([]clients.AuditEnt
 		}
 		out = append(out, entries...)
 	}
-	slices.SortStableFunc(out, func(a, b clients.AuditEntry) int {
+	slices.SortStableFunc(out, func(a, b audit.Record) int {
 		return cmp.Or(a.At.Compare(b.At), cmp.Compare(a.ClientID, b.ClientID))
 	})
 	return out, nil

@@ -2,11 +2,7 @@ package clients
 
 import (
 	"context"
-	_ "embed"
-	"fmt"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
 	"github.com/partnerapi/authplatform/pkg/ratelimit"
@@ -47,12 +43,21 @@ func TokenRefOf(c *accesstoken.Claims) TokenRef {
 	return TokenRef{ClientID: c.ClientID, Generation: c.Generation, SecretID: c.CredentialID(), ID: c.ID, ExpiresAt: c.ExpiresAt}
 }
 
-// admitAPIScript checks a token's standing and counts the API request,
-// returning what GET /api/v1/me/ shows; admit.lua documents it.
-var admitAPIScript = redis.NewScript(ratelimit.WindowLua + admitLua)
+// admitAPIScript (scripts.go, lua/admit.lua) checks a token's standing
+// and counts the API request, returning what GET /api/v1/me/ shows.
 
-//go:embed admit.lua
-var admitLua string
+// admitReply is admit.lua's reply: {DEAD}, or every field.
+type admitReply struct {
+	Code        int64 // Outcome: Dead, Admitted, Limited
+	Count       int64
+	WaitMS      int64
+	Limit       int64
+	Name        string
+	Audience    string
+	OrgName     string
+	OrgSlug     string
+	Environment string
+}
 
 // Description is what GET /api/v1/me/ shows of a client beyond its token.
 type Description struct {
@@ -81,24 +86,23 @@ func (s *Store) AdmitAPI(ctx context.Context, t TokenRef, now func() time.Time) 
 		return APIAdmission{Outcome: Dead}, nil
 	}
 	r, err := admitAPIScript.Run(ctx, s.hot, []string{s.clientKey(t.ClientID), s.apiLogKey(t.ClientID), s.revokedTokenKey(t.ClientID, t.ID)},
-		t.Generation, ratelimit.NowArg(now), Window.Milliseconds(), t.SecretID, t.ExpiresAt).Slice()
+		t.Generation, ratelimit.NowArg(now), Window.Milliseconds(), t.SecretID, t.ExpiresAt).Result()
 	if err != nil {
 		return APIAdmission{}, unavailable("admit API request", err)
 	}
-	if len(r) == 1 {
+	var rep admitReply
+	if err := decodeReply(r, &rep); err != nil {
+		return APIAdmission{}, unavailable("admit API request", err)
+	}
+	if Outcome(rep.Code) == Dead {
 		return APIAdmission{Outcome: Dead}, nil
 	}
-	if len(r) != 9 {
-		return APIAdmission{}, unavailable("admit API request", fmt.Errorf("unexpected reply of %d values", len(r)))
-	}
-	num := func(v any) int64 { n, _ := v.(int64); return n }
-	a := APIAdmission{
-		Outcome:  Outcome(num(r[0])),
-		Decision: ratelimit.FromScript(2-num(r[0]), num(r[1]), num(r[2])),
+	return APIAdmission{
+		Outcome:  Outcome(rep.Code),
+		Decision: ratelimit.FromScript(2-rep.Code, rep.Count, rep.WaitMS),
 		Description: Description{
-			RateLimitPerMinute: num(r[3]), Name: str(r[4]), Audience: str(r[5]),
-			OrgName: str(r[6]), OrgSlug: str(r[7]), Environment: str(r[8]),
+			RateLimitPerMinute: rep.Limit, Name: rep.Name, Audience: rep.Audience,
+			OrgName: rep.OrgName, OrgSlug: rep.OrgSlug, Environment: rep.Environment,
 		},
-	}
-	return a, nil
+	}, nil
 }

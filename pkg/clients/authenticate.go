@@ -3,14 +3,11 @@ package clients
 import (
 	"context"
 	"crypto/sha256"
-	_ "embed"
 	"encoding/hex"
 	"fmt"
 	"slices"
 	"strconv"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/partnerapi/authplatform/pkg/ratelimit"
 )
@@ -63,12 +60,12 @@ func str(v any) string { s, _ := v.(string); return s }
 //
 // A wrong or replayed assertion is a failure like a wrong secret: the same
 // invalid_client, the same limits (RFC 7521 section 4.2.1).
-var authenticateScript = redis.NewScript(ratelimit.WindowLua + authenticateLua)
+//
+// The script is lua/authenticate.lua after pkg/ratelimit/window.lua
+// (scripts.go); its keys are authKeys, its arguments authArgs and its reply
+// authReply, each in the order of the file's header.
 
-//go:embed authenticate.lua
-var authenticateLua string
-
-// Reply codes of authenticate.lua (its first value), named alike there.
+// Reply codes of authenticate.lua (authReply.Code), named alike there.
 const (
 	replyUnknown      = 0
 	replyBad          = 1
@@ -79,13 +76,39 @@ const (
 	replyStaleKeys    = 6
 )
 
-// Keys of the failure limits of one presenting address for one client,
-// beside the failure log (store.go), under the client's hash tag.
-func (s *Store) failureTagsKey(id, address string) string {
-	return s.prefix + "{" + id + "}:fail:tags:" + address
+// authArgs are authenticate.lua's ARGV, in order.
+type authArgs struct {
+	Digest, DigestHex string // the secret's digest, raw and hex ("" for an assertion)
+	Mode              string // "token" or "caller"
+	WantScopes        int64  // scope bits; -1 every scope held, -2 a scope that cannot be granted
+	NowMS, WindowMS   int64
+	FailureLimit      int64
+	Tag               string // the credential's failure tag
+	RepeatLimit       int64
+	Method            string // "secret" or "assertion"
+	Verified          string // "1" when the assertion verified
+	KeysVersion       string
+	JTITTLMS          int64
+	CheckSecretID     string // "" for no token to check
+	CheckExp          int64
 }
-func (s *Store) repeatLogKey(id, address string) string {
-	return s.prefix + "{" + id + "}:rw:repeat:" + address
+
+func (a authArgs) argv() []any {
+	return []any{a.Digest, a.DigestHex, a.Mode, a.WantScopes, a.NowMS, a.WindowMS, a.FailureLimit, a.Tag,
+		a.RepeatLimit, a.Method, a.Verified, a.KeysVersion, a.JTITTLMS, a.CheckSecretID, a.CheckExp}
+}
+
+// authReply is authenticate.lua's reply.
+type authReply struct {
+	Code       int64
+	Generation int64
+	Granted    int64 // scope bits
+	Count      int64 // token requests counted
+	WaitMS     int64
+	Limit      int64 // token requests per minute
+	Repeated   bool
+	SecretID   int64
+	TokenAlive bool
 }
 
 // failureTag is what the failure limits remember of a wrong credential: 8
@@ -261,35 +284,40 @@ func (s *Store) Authenticate(ctx context.Context, a Attempt) (Authentication, er
 	if repeatLimit <= 0 {
 		repeatLimit = 10 * a.FailureLimit
 	}
-	verified, version, jtiKey, jtiTTL := "0", "", s.prefix+"{"+a.ClientID+"}:jti:", int64(1)
+	args := authArgs{Digest: raw, DigestHex: hexd, Mode: mode, WantScopes: want, NowMS: ratelimit.NowArg(a.Now),
+		WindowMS: Window.Milliseconds(), FailureLimit: a.FailureLimit, Tag: tag, RepeatLimit: repeatLimit,
+		Method: method, Verified: "0", JTITTLMS: 1}
+	jtiKey := s.jtiKey(a.ClientID, "")
 	if as := a.Assertion; as != nil {
 		if as.Verified {
-			verified = "1"
+			args.Verified = "1"
 		}
-		version = as.KeysVersion
-		jtiKey += jtiMark(as.JTI)
+		args.KeysVersion = as.KeysVersion
+		jtiKey = s.jtiKey(a.ClientID, jtiMark(as.JTI))
 		// Kept a second past the assertion's exp (rounded down to seconds).
 		now := time.Now
 		if a.Now != nil {
 			now = a.Now
 		}
-		jtiTTL = max(as.Expires.Sub(now()).Milliseconds()+1000, 1)
+		args.JTITTLMS = max(as.Expires.Sub(now()).Milliseconds()+1000, 1)
 	}
-	checkKey, checkSID, checkExp := s.revokedTokenKey(a.ClientID, ""), "", int64(0)
+	checkKey := s.revokedTokenKey(a.ClientID, "")
 	if c := a.Check; c != nil && c.ClientID == a.ClientID {
-		checkKey, checkSID, checkExp = s.revokedTokenKey(a.ClientID, c.ID), strconv.FormatInt(c.SecretID, 10), c.ExpiresAt
+		checkKey, args.CheckSecretID, args.CheckExp = s.revokedTokenKey(a.ClientID, c.ID), strconv.FormatInt(c.SecretID, 10), c.ExpiresAt
 	}
-	r, err := authenticateScript.Run(ctx, s.hot,
+	res, err := authenticateScript.Run(ctx, s.hot,
 		[]string{s.clientKey(a.ClientID), s.tokenLogKey(a.ClientID), s.failureLogKey(a.ClientID, a.Address),
 			s.failureTagsKey(a.ClientID, a.Address), s.repeatLogKey(a.ClientID, a.Address), checkKey, jtiKey},
-		raw, hexd, mode, want, ratelimit.NowArg(a.Now), Window.Milliseconds(),
-		a.FailureLimit, tag, repeatLimit, method, verified, version, jtiTTL, checkSID, checkExp).Int64Slice()
-	if err != nil || len(r) != 9 {
-		return Authentication{}, unavailable("authenticate", fmt.Errorf("%v %v", err, r))
+		args.argv()...).Result()
+	var r authReply
+	if err == nil {
+		err = decodeReply(res, &r)
 	}
-	code, gen, granted, count, wait, limit := r[0], r[1], r[2], r[3], r[4], r[5]
-	out := Authentication{Known: code != replyUnknown, Repeated: r[6] == 1, SecretID: r[7], TokenAlive: r[8] == 1}
-	switch code {
+	if err != nil {
+		return Authentication{}, unavailable("authenticate", err)
+	}
+	out := Authentication{Known: r.Code != replyUnknown, Repeated: r.Repeated, SecretID: r.SecretID, TokenAlive: r.TokenAlive}
+	switch r.Code {
 	case replyUnknown, replyBad:
 		out.Outcome = BadCredentials
 	case replyTooMany:
@@ -298,22 +326,22 @@ func (s *Store) Authenticate(ctx context.Context, a Attempt) (Authentication, er
 		if out.Repeated {
 			flimit = repeatLimit
 		}
-		out.Decision = ratelimit.FromScript(0, flimit, wait)
+		out.Decision = ratelimit.FromScript(0, flimit, r.WaitMS)
 	case replyBadScope:
-		out.Outcome, out.Generation, out.Scopes = InvalidScope, gen, scopesFrom(strconv.FormatInt(granted, 10))
+		out.Outcome, out.Generation, out.Scopes = InvalidScope, r.Generation, scopesFrom(strconv.FormatInt(r.Granted, 10))
 	case replyTokenLimited, replyOK:
-		out.Outcome, out.Generation, out.Scopes = Authenticated, gen, scopesFrom(strconv.FormatInt(granted, 10))
-		if code == replyTokenLimited {
+		out.Outcome, out.Generation, out.Scopes = Authenticated, r.Generation, scopesFrom(strconv.FormatInt(r.Granted, 10))
+		if r.Code == replyTokenLimited {
 			out.Outcome = TokenLimited
 		}
 		if a.Token {
-			out.Decision = ratelimit.FromScript(code-replyTokenLimited, count, wait)
-			out.Limit = limit
+			out.Decision = ratelimit.FromScript(r.Code-replyTokenLimited, r.Count, r.WaitMS)
+			out.Limit = r.Limit
 		}
 	case replyStaleKeys:
 		out.Outcome = StaleKeys
 	default:
-		return Authentication{}, unavailable("authenticate", fmt.Errorf("unexpected reply %v", r))
+		return Authentication{}, unavailable("authenticate", fmt.Errorf("unexpected reply %+v", r))
 	}
 	out.Checked = out.Outcome != TooManyFailures && out.Outcome != StaleKeys && !out.Repeated
 	return out, nil

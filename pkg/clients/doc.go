@@ -16,6 +16,27 @@
 // crash between the two leaves an index entry that listings skip, never a
 // record that is half written.
 //
+// deploy/docs/redis-keys.md lists every key (rediskeys.go builds them).
+//
+// # Files
+//
+// The registry is split by capability: orgs.go (organisations),
+// operators.go (operator clients), client.go (clients, their secrets,
+// keys and limits), revocation.go (revoking a client or one token),
+// listing.go (listings), audit.go (the trails, as audit.Record),
+// authenticate.go and admit.go (the per-request checks), sandbox.go.
+// Every script is a file of lua/ with its KEYS, ARGV and reply in a header
+// comment (scripts.go loads them): one per operation, the changes of an
+// existing client after their common lua/change.lua, the per-request
+// scripts after pkg/ratelimit/window.lua, composed by package luascript so
+// Redis's error line numbers name the file and line. Each reply is decoded
+// by decodeReply into a named struct.
+//
+// # Audit
+//
+// Every change is recorded with who made it (audit.Actor, from the
+// change's context: audit.WithActor) in the same script as the change.
+//
 // The record stays in Redis's listpack encoding (every value under 64
 // bytes): the secret's SHA-256 digest raw, scopes as a bit set over
 // AllScopes, times as milliseconds since the epoch. With its audit list

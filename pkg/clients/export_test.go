@@ -1,15 +1,24 @@
 package clients
 
-import "context"
+import (
+	"context"
 
-// ChangeTwice runs one operator change's script twice with one nonce, as
-// redisconn.ConfirmedWrite's retry after a broken connection does, and
+	"github.com/partnerapi/authplatform/pkg/audit"
+)
+
+// ChangeTwice runs the rotate-secret change's script twice with one nonce,
+// as redisconn.ConfirmedWrite's retry after a broken connection does, and
 // returns both generations.
-func (s *Store) ChangeTwice(ctx context.Context, id, op, value string) (int64, int64, error) {
+func (s *Store) ChangeTwice(ctx context.Context, id, value string) (int64, int64, error) {
 	nonce := newNonce()
 	run := func() (int64, error) {
-		return changeScript.Run(ctx, s.rdb, []string{s.clientKey(id), s.clientAudit(id), s.changeNonceKey(id), s.keysKey(id)},
-			op, s.now().UnixMilli(), auditMaxLen, value, nonce, actorDetail(ctx, "")).Int64()
+		v, err := rotateSecretScript.Run(ctx, s.rdb, []string{s.clientKey(id), s.clientAudit(id), s.changeNonceKey(id), s.keysKey(id)},
+			s.now().UnixMilli(), auditMaxLen, nonce, audit.LineActor(audit.ActorFrom(ctx)), value).Result()
+		var r changeReply
+		if err == nil {
+			err = decodeReply(v, &r)
+		}
+		return r.Generation, err
 	}
 	a, err := run()
 	if err != nil {

@@ -183,9 +183,6 @@ type ClientKeys struct {
 	URL     string
 }
 
-// keysKey holds a private_key_jwt client's public keys (ClientKeySource.blob).
-func (s *Store) keysKey(id string) string { return s.prefix + "{" + id + "}:keys" }
-
 // ClientKeys reads a client's public keys and their version in one round
 // trip (a pipeline of two reads on the client's slot).
 func (s *Store) ClientKeys(ctx context.Context, id string) (ClientKeys, error) {

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Audiences: the kinds of partner (spec: Client description).
@@ -96,47 +98,49 @@ var (
 
 // Org is an organisation.
 type Org struct {
-	Slug        string    `json:"slug"`
-	Name        string    `json:"name"`
-	Environment string    `json:"environment"`
-	CreatedAt   time.Time `json:"created_at"`
+	Slug        string
+	Name        string
+	Environment string
+	CreatedAt   time.Time
 }
 
-// Client is a client's record, without its secret digest.
+// Client is a client's record, without its secret digest. It is a
+// storage type: the admin API and the CLI show it in their own wire form
+// (authserver/operations: Client).
 type Client struct {
-	ID                      string     `json:"client_id"`
-	Name                    string     `json:"name"`
-	Audience                string     `json:"audience"`
-	OrgSlug                 string     `json:"organization_slug"`
-	OrgName                 string     `json:"organization_name"`
-	Environment             string     `json:"environment"`
-	Scopes                  []string   `json:"scopes"`
-	RateLimitPerMinute      int64      `json:"rate_limit_per_minute"`
-	TokenRateLimitPerMinute int64      `json:"token_rate_limit_per_minute"`
-	Status                  string     `json:"status"`
-	Generation              int64      `json:"credential_generation"`
-	CreatedAt               time.Time  `json:"created_at"`
-	UpdatedAt               time.Time  `json:"updated_at"`
-	RotatedAt               *time.Time `json:"secret_rotated_at,omitempty"`
-	RevokedAt               *time.Time `json:"revoked_at,omitempty"`
+	ID                      string
+	Name                    string
+	Audience                string
+	OrgSlug                 string
+	OrgName                 string
+	Environment             string
+	Scopes                  []string
+	RateLimitPerMinute      int64
+	TokenRateLimitPerMinute int64
+	Status                  string
+	Generation              int64
+	CreatedAt               time.Time
+	UpdatedAt               time.Time
+	RotatedAt               *time.Time
+	RevokedAt               *time.Time
 	// AuthMethod is how the client authenticates: AuthClientSecret (HTTP
 	// Basic or form parameters) or AuthPrivateKeyJWT.
-	AuthMethod string `json:"auth_method"`
+	AuthMethod string
 	// Secrets are the ids of the secrets the client holds (one or two;
 	// none for private_key_jwt), oldest first.
-	Secrets []SecretInfo `json:"secrets"`
+	Secrets []SecretInfo
 	// KeysVersion counts the client's key sets (private_key_jwt): 1 at
 	// creation, one more with each rotate-keys.
-	KeysVersion int64 `json:"keys_version,omitempty"`
+	KeysVersion int64
 	// JWKSURI is where the client's public keys are fetched, when they are
 	// not registered (private_key_jwt).
-	JWKSURI string `json:"jwks_uri,omitempty"`
+	JWKSURI string
 }
 
 // SecretInfo names one of a client's secrets (never the secret).
 type SecretInfo struct {
-	ID        int64     `json:"secret_id"`
-	CreatedAt time.Time `json:"created_at"`
+	ID        int64
+	CreatedAt time.Time
 }
 
 // Client authentication methods (RFC 7591 section 2 names the last; a
@@ -164,13 +168,51 @@ func (s OrgSpec) Validate() error {
 	if s.Slug == OperatorOrgSlug {
 		errs = append(errs, fmt.Errorf("slug %q: reserved for the operator organisation ('authserver operators create' makes it)", s.Slug))
 	}
-	if strings.TrimSpace(s.Name) == "" || len(s.Name) > 200 {
-		errs = append(errs, errors.New("name: 1-200 characters required"))
-	}
+	errs = append(errs, NameProblems(s.Name)...)
 	if s.Environment != EnvironmentSandbox && s.Environment != EnvironmentLive {
 		errs = append(errs, fmt.Errorf("environment %q: must be %s or %s", s.Environment, EnvironmentSandbox, EnvironmentLive))
 	}
 	return invalid(errs)
+}
+
+// NameProblems is the one rule for every name an operator gives (an
+// organisation's, a client's, an operator client's), at the admin API and
+// the CLI alike: 1-200 bytes of UTF-8, not only spaces, and no character
+// that would act on the terminal or the page that shows it (issue 27
+// point 7): no C0 or C1 control (newline, CR, ESC of an ANSI sequence,
+// BEL, DEL ...), no bidirectional embedding, override or isolate (U+202A-
+// U+202E, U+2066-U+2069) nor mark (U+200E, U+200F, U+061C), no line or
+// paragraph separator (U+2028, U+2029). Names stored before this rule are
+// escaped where the CLI prints them.
+func NameProblems(name string) []error {
+	var errs []error
+	if strings.TrimSpace(name) == "" || len(name) > 200 {
+		errs = append(errs, errors.New("name: 1-200 characters required"))
+	}
+	if !utf8.ValidString(name) {
+		return append(errs, errors.New("name: not valid UTF-8"))
+	}
+	for i, r := range name {
+		if unsafeInText(r) {
+			errs = append(errs, fmt.Errorf("name: character %U at byte %d: control and bidirectional formatting characters are not allowed", r, i))
+			break
+		}
+	}
+	return errs
+}
+
+// unsafeInText reports a character that changes how the text around it is
+// shown rather than showing itself: a control character, or one that
+// reorders or breaks text (Unicode Bidirectional Algorithm, UAX #9).
+func unsafeInText(r rune) bool {
+	switch {
+	case unicode.IsControl(r): // C0, DEL, C1
+		return true
+	case r >= 0x202A && r <= 0x202E, r >= 0x2066 && r <= 0x2069,
+		r == 0x200E, r == 0x200F, r == 0x061C, r == 0x2028, r == 0x2029:
+		return true
+	}
+	return false
 }
 
 // ClientSpec is what an operator gives to create a client.
@@ -191,9 +233,7 @@ func (s ClientSpec) Validate() error {
 	if !slugRE.MatchString(s.OrgSlug) {
 		errs = append(errs, fmt.Errorf("organisation %q: not a valid slug", s.OrgSlug))
 	}
-	if strings.TrimSpace(s.Name) == "" || len(s.Name) > 200 {
-		errs = append(errs, errors.New("name: 1-200 characters required"))
-	}
+	errs = append(errs, NameProblems(s.Name)...)
 	switch {
 	case s.Audience == AudienceOperator && s.OrgSlug != OperatorOrgSlug:
 		errs = append(errs, fmt.Errorf("audience %q: operator clients belong to the %s organisation ('authserver operators create')", s.Audience, OperatorOrgSlug))

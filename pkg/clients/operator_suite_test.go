@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/partnerapi/authplatform/pkg/audit"
 	"github.com/partnerapi/authplatform/pkg/clients"
 )
 
@@ -13,7 +14,7 @@ import (
 // broken connection) is made once: one generation step, one audit entry.
 func testChangeRetried(t *testing.T, e *env) {
 	c, _ := e.hospital(t)
-	a, b, err := e.store.ChangeTwice(clients.WithActor(ctx(t), "test"), c.ID, "rotate", strings.Repeat("d", 32))
+	a, b, err := e.store.ChangeTwice(audit.WithActor(ctx(t), audit.Actor{System: "test"}), c.ID, strings.Repeat("d", 32))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +25,8 @@ func testChangeRetried(t *testing.T, e *env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(entries) != 2 || entries[1].Event != "client.rotate" || entries[1].Detail != "generation=2 secret_id=2 by test" {
+	if len(entries) != 2 || entries[1].Event != "client.rotate" || entries[1].Detail != "generation=2 secret_id=2" ||
+		entries[1].Actor != (audit.Actor{System: "test"}) || entries[1].DetailWithActor() != "generation=2 secret_id=2 by test" {
 		t.Fatalf("audit %+v; want created and one rotate by test", entries)
 	}
 }

@@ -5,15 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
-
-// unlockScript deletes a lock only if it still holds this holder's token.
-var unlockScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-`)
 
 // lock takes a short Redis lock (SET NX PX), waiting up to ttl for it. It
 // expires by itself should the holder die.
@@ -66,7 +58,7 @@ type SeededClient struct {
 func (s *Store) SeedSandbox(ctx context.Context) (Org, []SeededClient, error) {
 	// Concurrent seeds (two replicas starting at once) take turns, so the
 	// second finds the first one's clients instead of creating its own.
-	unlock, err := s.lock(ctx, s.prefix+"{org:"+SandboxOrgSlug+"}:seed-lock", 30*time.Second)
+	unlock, err := s.lock(ctx, s.seedLockKey(), 30*time.Second)
 	if err != nil {
 		return Org{}, nil, err
 	}

@@ -2,6 +2,7 @@ package ratelimit_test
 
 import (
 	"bufio"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/partnerapi/authplatform/pkg/luascript"
 	"github.com/partnerapi/authplatform/pkg/ratelimit"
 	"github.com/partnerapi/authplatform/pkg/redistest"
 )
@@ -36,12 +38,11 @@ func BenchmarkAllow(b *testing.B) {
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	b.Cleanup(func() { _ = rdb.Close() })
 	const limit = 10_000_000
-	script := func(src, call string) func(b *testing.B, key string, i int) error {
-		s := redis.NewScript(src + "\nreturn {" + call + "}")
-		return func(b *testing.B, key string, _ int) error {
-			return s.Run(b.Context(), rdb, []string{key}, limit, 60_000, -1).Err()
-		}
+	return1, err := os.ReadFile("testdata/return1.lua")
+	if err != nil {
+		b.Fatal(err)
 	}
+	floor := luascript.New(luascript.File{Name: "pkg/ratelimit/testdata/return1.lua", Text: string(return1)})
 	start := time.Now()
 	onePerSecond := func(b *testing.B, key string, i int) error {
 		at := start.Add(time.Duration(i) * time.Second)
@@ -53,7 +54,9 @@ func BenchmarkAllow(b *testing.B) {
 		name string
 		call func(b *testing.B, key string, i int) error
 	}{
-		{"Return1", script("", "1, 1, 60000")},
+		{"Return1", func(b *testing.B, key string, _ int) error {
+			return floor.Run(b.Context(), rdb, []string{key}, limit, 60_000, -1).Err()
+		}},
 		{"Window", func(b *testing.B, key string, _ int) error { _, err := l.Allow(b.Context(), key); return err }},
 		{"WindowNewBucketEachCall", onePerSecond},
 	} {

@@ -2,9 +2,11 @@
 // an address), in a ring of bucket counters of constant size: memory and
 // Redis CPU per request do not grow with the limit or the traffic.
 //
-// The counting is done by a Lua function (WindowLua, window_limit) that other
-// packages embed in their own scripts, so a caller can check state and count
-// in one Redis round trip. Package ratelimittest reads what it stored, for
+// The counting is done by a Lua function (window_limit, in window.lua:
+// WindowLua, WindowFile) that other packages compose before their own
+// scripts (package luascript, which keeps Redis's error line numbers
+// pointing into both files), so a caller can check state and count in one
+// Redis round trip. Package ratelimittest reads what it stored, for
 // tests.
 //
 // # How it counts

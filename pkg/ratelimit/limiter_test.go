@@ -7,16 +7,22 @@ package ratelimit
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/partnerapi/authplatform/pkg/luascript"
 )
 
-var limiterScript = redis.NewScript(WindowLua + `
-local a, c, w = window_limit(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]))
-return {a, c, w}
-`)
+//go:embed testdata/limiter.lua
+var limiterLua string
+
+// LimiterScript is testdata/limiter.lua after window.lua: window_limit of
+// KEYS[1] with ARGV limit, window_ms, now_ms; reply {allowed, count,
+// wait_ms}.
+var LimiterScript = luascript.New(WindowFile, luascript.File{Name: "pkg/ratelimit/testdata/limiter.lua", Text: limiterLua})
 
 // Limiter admits at most limit requests per key in any window-long interval,
 // with WindowLua (so it may refuse up to one bucket, window/60, early).
@@ -34,7 +40,7 @@ func NewLimiter(rdb redis.Scripter, limit int64, window time.Duration, now func(
 
 // Allow counts one request against key.
 func (l *Limiter) Allow(ctx context.Context, key string) (Decision, error) {
-	res, err := limiterScript.Run(ctx, l.rdb, []string{key}, l.limit, l.window.Milliseconds(), NowArg(l.now)).Int64Slice()
+	res, err := LimiterScript.Run(ctx, l.rdb, []string{key}, l.limit, l.window.Milliseconds(), NowArg(l.now)).Int64Slice()
 	if err != nil {
 		return Decision{}, fmt.Errorf("rate limit %s: %w", key, err)
 	}

@@ -210,7 +210,7 @@ func TestWindowMemory(t *testing.T) {
 		t.Skipf("MEMORY USAGE unsupported (not a real Redis): %v", err)
 	}
 	const limit, n = 100_000_000, 20_000
-	script := redis.NewScript(ratelimit.WindowLua + `return {window_limit(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]))}`)
+	script := ratelimit.LimiterScript
 	if err := script.Load(t.Context(), rdb).Err(); err != nil {
 		t.Fatal(err)
 	}

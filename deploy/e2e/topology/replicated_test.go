@@ -133,7 +133,7 @@ func TestReplicaNotConfirmed(t *testing.T) {
 			// off): exit 3, the client printed with its secret, which works,
 			// and one client made, not two.
 			if rt.Name() == "sentinel" {
-				stdout, stderr, code := top.cliStatus(t, "clients", "create", "--org", testOrg, "--name", "unconfirmed create", "--audience", "pharma", "--json")
+				stdout, stderr, code := top.cliStatus(t, "clients", "create", "--org", testOrg, "--name", "unconfirmed create", "--audience", "pharma", "--scopes", "", "--json")
 				var made credentials
 				if err := json.Unmarshal([]byte(stdout), &made); code != 3 || err != nil || made.Secret == "" || !strings.Contains(stderr, "do not run this command again") {
 					t.Fatalf("unconfirmed create: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)

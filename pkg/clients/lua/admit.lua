@@ -1,6 +1,6 @@
--- admit.lua: one API request made with an access token (GET /api/v1/me/,
--- the admin API), in one round trip (admit.go, Store.AdmitAPI). Prefixed
--- at load with package ratelimit's WindowLua.
+-- pkg/clients/lua/admit.lua: one API request made with an access token (GET /api/v1/me/,
+-- the admin API), in one round trip (admit.go, Store.AdmitAPI). Composed
+-- after pkg/ratelimit/window.lua (scripts.go; errors name both files).
 --
 -- KEYS (under the client's hash tag): 1 the client record, 2 its API log,
 -- 3 the token's revocation mark.

@@ -1,7 +1,7 @@
--- authenticate.lua: one client authentication on the token endpoint, on
+-- pkg/clients/lua/authenticate.lua: one client authentication on the token endpoint, on
 -- introspection and on revocation, in one round trip (authenticate.go,
--- Store.Authenticate, documents the limits it keeps). Prefixed at load with
--- package ratelimit's WindowLua (wl_now, window_limit).
+-- Store.Authenticate, documents the limits it keeps). Composed after
+-- pkg/ratelimit/window.lua (wl_now, window_limit; scripts.go).
 --
 -- KEYS (all under the client's hash tag, so it runs on Cluster):
 --   1 the client record            2 its token log

@@ -1,0 +1,338 @@
+package clients
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/partnerapi/authplatform/pkg/audit"
+	"github.com/partnerapi/authplatform/pkg/luascript"
+)
+
+// CreateClient creates a client in an existing organisation and returns it
+// with its secret, which exists nowhere else: only its digest is stored. A
+// client with spec.Keys authenticates with private_key_jwt and has no
+// secret ("" is returned).
+func (s *Store) CreateClient(ctx context.Context, spec ClientSpec) (Client, string, error) {
+	if err := spec.Validate(); err != nil {
+		return Client{}, "", err
+	}
+	org, err := s.GetOrg(ctx, spec.OrgSlug)
+	if err != nil {
+		return Client{}, "", err
+	}
+	if spec.RateLimitPerMinute == 0 {
+		spec.RateLimitPerMinute = DefaultRateLimitPerMinute
+	}
+	now := s.now().UTC()
+	c := Client{
+		ID: NewClientID(), Name: spec.Name, Audience: spec.Audience,
+		OrgSlug: org.Slug, OrgName: org.Name, Environment: org.Environment,
+		Scopes: slices.Clone(spec.Scopes), RateLimitPerMinute: spec.RateLimitPerMinute,
+		TokenRateLimitPerMinute: DefaultTokenRateLimitPerMinute,
+		Status:                  StatusActive, Generation: 1, CreatedAt: now, UpdatedAt: now,
+	}
+	if c.Scopes == nil {
+		c.Scopes = []string{}
+	}
+	ms := now.UnixMilli()
+	// The record stays in Redis's compact listpack encoding: every value
+	// under 64 bytes (the digest raw, the scopes as a bit set, times as
+	// milliseconds), which keeps a client at about 400 bytes.
+	fields := []any{
+		"name", c.Name, "audience", c.Audience,
+		"org_slug", c.OrgSlug, "org_name", c.OrgName, "environment", c.Environment,
+		"scopes", scopeBits(c.Scopes), "rate_limit", c.RateLimitPerMinute,
+		"token_rate_limit", c.TokenRateLimitPerMinute, "status", c.Status,
+		"generation", c.Generation, "created_at", ms, "updated_at", ms,
+	}
+	secret, blob := "", []byte(nil)
+	if spec.Keys != nil {
+		if blob, err = spec.Keys.blob(); err != nil {
+			return Client{}, "", err
+		}
+		fields = append(fields, "auth_method", AuthPrivateKeyJWT, "keys_version", 1, "create_nonce", newNonce())
+		if spec.Keys.URL != "" {
+			fields = append(fields, "jwks_uri", spec.Keys.URL)
+		}
+		c.AuthMethod, c.KeysVersion, c.JWKSURI, c.Secrets = AuthPrivateKeyJWT, 1, spec.Keys.URL, []SecretInfo{}
+	} else {
+		secret = NewSecret()
+		digest := DigestOf(secret)
+		fields = append(fields, "secret_digest", string(digest[:]))
+		c.AuthMethod, c.Secrets = AuthClientSecret, []SecretInfo{{ID: 1, CreatedAt: now.Truncate(time.Millisecond)}}
+	}
+	what := "create client " + c.ID
+	// Index first: a crash before the record leaves an index entry that
+	// listings skip, never a half-written client.
+	_, idxAck, err := s.write(ctx, indexScript, []string{s.orgClients(c.OrgSlug)}, c.ID)
+	if err != nil {
+		return Client{}, "", unavailable(what, err)
+	}
+	args := append([]any{len(fields) / 2}, fields...)
+	entry := audit.Record{At: now, Event: "client.created", Detail: "generation=1", Actor: audit.ActorFrom(ctx)}
+	if c.AuthMethod == AuthPrivateKeyJWT {
+		entry.Detail += " auth_method=" + AuthPrivateKeyJWT
+	}
+	args = append(args, entry.Line(), auditMaxLen, string(blob))
+	cmd, ack, err := s.write(ctx, createClientScript, []string{s.clientKey(c.ID), s.clientAudit(c.ID), s.keysKey(c.ID)}, args...)
+	if err != nil {
+		return Client{}, "", unavailable(what, err)
+	}
+	var created struct{ Created bool }
+	if err := decodeReply(cmd.Val(), &created); err != nil {
+		return Client{}, "", unavailable(what, err)
+	}
+	if !created.Created { // 120 random bits collided: practically impossible.
+		return Client{}, "", fmt.Errorf("client %s: %w", c.ID, ErrExists)
+	}
+	c.CreatedAt, c.UpdatedAt = c.CreatedAt.Truncate(time.Millisecond), c.UpdatedAt.Truncate(time.Millisecond)
+	if !s.confirmed(idxAck, ack) {
+		return c, secret, s.notReplicated(what, idxAck, ack)
+	}
+	return c, secret, nil
+}
+
+// change runs one of the change scripts (scripts.go, lua/change.lua) on
+// client id with value (and, for set_limit.lua, the limit's field) and
+// returns the client's generation after it.
+func (s *Store) change(ctx context.Context, script *luascript.Script, what, id, value string, extra ...any) (int64, error) {
+	if !ValidClientID(id) {
+		return 0, fmt.Errorf("client %q: %w", id, ErrNotFound)
+	}
+	what += " client " + id
+	args := append([]any{s.now().UnixMilli(), auditMaxLen, newNonce(), audit.LineActor(audit.ActorFrom(ctx)), value}, extra...)
+	cmd, ack, err := s.write(ctx, script, []string{s.clientKey(id), s.clientAudit(id), s.changeNonceKey(id), s.keysKey(id)}, args...)
+	if err != nil {
+		return 0, unavailable(what, err)
+	}
+	var r changeReply
+	if err := decodeReply(cmd.Val(), &r); err != nil {
+		return 0, unavailable(what, err)
+	}
+	switch r.Code {
+	case changeNotFound:
+		return 0, fmt.Errorf("client %s: %w", id, ErrNotFound)
+	case changeRevoked:
+		return 0, fmt.Errorf("client %s: %w", id, ErrRevoked)
+	case changeWrongMethod:
+		if script == rotateKeysScript {
+			return 0, fmt.Errorf("%w: client %s authenticates with a secret, not keys (rotate-secret)", ErrConflict, id)
+		}
+		return 0, fmt.Errorf("%w: client %s authenticates with private_key_jwt, not a secret (rotate-keys)", ErrConflict, id)
+	case changeConflict:
+		if script == addSecretScript {
+			return 0, fmt.Errorf("%w: client %s already holds two secrets: retire one first", ErrConflict, id)
+		}
+		return 0, fmt.Errorf("%w: secret %s is client %s's only secret: add another first, or rotate-secret", ErrConflict, value, id)
+	case changeNoSuchSecret:
+		return 0, fmt.Errorf("client %s has no secret %s: %w", id, value, ErrNotFound)
+	case changeDone:
+	default:
+		return 0, unavailable(what, fmt.Errorf("unexpected reply %+v", r))
+	}
+	if !s.confirmed(ack) {
+		return r.Generation, s.notReplicated(what, ack)
+	}
+	return r.Generation, nil
+}
+
+// RotateSecret gives the client a new secret and raises its generation:
+// from the moment it returns without error, the old secret is refused and
+// every token issued before is dead, on every replica. When the replicas do
+// not confirm it (ErrNotReplicated), the new secret is returned with the
+// error: it works while the primary that holds it lives, but a failover may
+// bring the old one back.
+func (s *Store) RotateSecret(ctx context.Context, id string) (Client, string, error) {
+	secret := NewSecret()
+	d := DigestOf(secret)
+	gen, err := s.change(ctx, rotateSecretScript, "rotate", id, string(d[:]))
+	if gen == 0 {
+		return Client{}, "", err
+	}
+	c, rerr := s.GetClient(ctx, id)
+	if rerr != nil {
+		// The rotation happened: the new secret is the only one that works,
+		// so it is returned even when the record cannot be read back.
+		c = Client{ID: id, Status: StatusActive, Generation: gen, Scopes: []string{}}
+	}
+	return c, secret, err
+}
+
+// AddSecret gives the client a second secret, beside the one it holds, for
+// a rotation without downtime: deploy the new secret, then retire the old
+// one (RetireSecret). Tokens of the old secret live until it is retired;
+// the client's generation does not change. It returns the client, the new
+// secret's id and the secret. ErrConflict when it already holds two
+// secrets or authenticates with keys. When the replicas do not confirm it
+// (ErrNotReplicated), the new secret is returned with the error.
+func (s *Store) AddSecret(ctx context.Context, id string) (Client, int64, string, error) {
+	secret := NewSecret()
+	d := DigestOf(secret)
+	gen, err := s.change(ctx, addSecretScript, "add_secret", id, string(d[:]))
+	if gen == 0 {
+		return Client{}, 0, "", err
+	}
+	c, rerr := s.GetClient(ctx, id)
+	if rerr != nil {
+		return Client{ID: id, Status: StatusActive, Generation: gen, Scopes: []string{}}, 0, secret, errors.Join(err, rerr)
+	}
+	var sid int64
+	for _, si := range c.Secrets {
+		sid = max(sid, si.ID)
+	}
+	return c, sid, secret, err
+}
+
+// RetireSecret takes the secret secretID from the client: from the moment
+// it returns without error that secret is refused and every token issued
+// for it is dead, on every replica; the client's other secret and its
+// tokens are untouched. ErrConflict when it is the client's only secret
+// (rotate-secret or revoke instead), ErrNotFound when the client holds no
+// such secret.
+func (s *Store) RetireSecret(ctx context.Context, id string, secretID int64) (Client, error) {
+	if secretID < 1 {
+		return Client{}, fmt.Errorf("client %s has no secret %d: %w", id, secretID, ErrNotFound)
+	}
+	return s.changeAndRead(ctx, retireSecretScript, "retire_secret", id, strconv.FormatInt(secretID, 10))
+}
+
+// RotateKeys replaces the public keys of a private_key_jwt client and
+// raises its generation: from the moment it returns without error,
+// assertions signed by keys only the old set held are refused and every
+// token issued before is dead, like a secret rotation.
+func (s *Store) RotateKeys(ctx context.Context, id string, keys ClientKeySource) (Client, error) {
+	if err := keys.Validate(); err != nil {
+		return Client{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	blob, err := keys.blob()
+	if err != nil {
+		return Client{}, err
+	}
+	return s.changeAndRead(ctx, rotateKeysScript, "rotate_keys", id, string(blob))
+}
+
+// SetRateLimit sets the client's API requests per minute; it applies from
+// the next request.
+func (s *Store) SetRateLimit(ctx context.Context, id string, perMinute int64) (Client, error) {
+	return s.setLimit(ctx, id, "rate_limit", perMinute)
+}
+
+// SetTokenRateLimit sets the client's token requests per minute.
+func (s *Store) SetTokenRateLimit(ctx context.Context, id string, perMinute int64) (Client, error) {
+	return s.setLimit(ctx, id, "token_rate_limit", perMinute)
+}
+
+func (s *Store) setLimit(ctx context.Context, id, field string, perMinute int64) (Client, error) {
+	if perMinute < 1 || perMinute > MaxRateLimitPerMinute {
+		return Client{}, fmt.Errorf("%w: rate limit %d: must be 1-%d", ErrInvalid, perMinute, MaxRateLimitPerMinute)
+	}
+	return s.changeAndRead(ctx, setLimitScript, field, id, strconv.FormatInt(perMinute, 10), field)
+}
+
+// changeAndRead makes a change and reads the record back; a change the
+// replicas did not confirm comes back with its error.
+func (s *Store) changeAndRead(ctx context.Context, script *luascript.Script, what, id, value string, extra ...any) (Client, error) {
+	gen, err := s.change(ctx, script, what, id, value, extra...)
+	if gen == 0 {
+		return Client{}, err
+	}
+	c, rerr := s.GetClient(ctx, id)
+	if err == nil {
+		err = rerr
+	}
+	return c, err
+}
+
+// GetClient reads a client's record; ErrNotFound if there is none.
+func (s *Store) GetClient(ctx context.Context, id string) (Client, error) {
+	if !ValidClientID(id) {
+		return Client{}, fmt.Errorf("client %q: %w", id, ErrNotFound)
+	}
+	m, err := s.rdb.HGetAll(ctx, s.clientKey(id)).Result()
+	if err != nil {
+		return Client{}, unavailable("get client", err)
+	}
+	if len(m) == 0 {
+		return Client{}, fmt.Errorf("client %s: %w", id, ErrNotFound)
+	}
+	return clientFrom(id, m), nil
+}
+
+func clientFrom(id string, m map[string]string) Client {
+	c := Client{
+		ID: id, Name: m["name"], Audience: m["audience"],
+		OrgSlug: m["org_slug"], OrgName: m["org_name"], Environment: m["environment"],
+		Scopes: scopesFrom(m["scopes"]), Status: m["status"],
+		CreatedAt: parseTime(m["created_at"]), UpdatedAt: parseTime(m["updated_at"]),
+	}
+	c.RateLimitPerMinute, _ = strconv.ParseInt(m["rate_limit"], 10, 64)
+	c.TokenRateLimitPerMinute, _ = strconv.ParseInt(m["token_rate_limit"], 10, 64)
+	c.Generation, _ = strconv.ParseInt(m["generation"], 10, 64)
+	if v := m["rotated_at"]; v != "" {
+		t := parseTime(v)
+		c.RotatedAt = &t
+	}
+	if v := m["revoked_at"]; v != "" {
+		t := parseTime(v)
+		c.RevokedAt = &t
+	}
+	c.AuthMethod, c.Secrets = AuthClientSecret, []SecretInfo{}
+	if m["auth_method"] == AuthPrivateKeyJWT {
+		c.AuthMethod = AuthPrivateKeyJWT
+		c.KeysVersion, _ = strconv.ParseInt(m["keys_version"], 10, 64)
+		c.JWKSURI = m["jwks_uri"]
+		return c
+	}
+	// Secret 1 of a record written before secrets had ids: made with the
+	// client, or at its last rotation.
+	first := SecretInfo{ID: 1, CreatedAt: c.CreatedAt}
+	if c.RotatedAt != nil {
+		first.CreatedAt = *c.RotatedAt
+	}
+	if v := m["secret_id"]; v != "" {
+		first.ID, _ = strconv.ParseInt(v, 10, 64)
+	}
+	if v := m["secret_at"]; v != "" {
+		first.CreatedAt = parseTime(v)
+	}
+	c.Secrets = append(c.Secrets, first)
+	if v := m["secret2_id"]; v != "" {
+		second := SecretInfo{CreatedAt: parseTime(m["secret2_at"])}
+		second.ID, _ = strconv.ParseInt(v, 10, 64)
+		c.Secrets = append(c.Secrets, second)
+	}
+	return c
+}
+
+// scopeBits stores a scope list as a bit set over the catalogue (bit i is
+// scopeCatalogue[i]), so the record keeps every value under Redis's 64-byte
+// listpack limit: the four scopes spelled out take 69 bytes.
+func scopeBits(scopes []string) int64 {
+	var bits int64
+	for i, sc := range scopeCatalogue {
+		if slices.Contains(scopes, sc) {
+			bits |= 1 << i
+		}
+	}
+	return bits
+}
+
+// scopesFrom reads a stored scope list: a bit set, or (records written
+// before) the space-separated names. The result is in the catalogue's order.
+func scopesFrom(v string) []string {
+	bits, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return ParseScopes(v)
+	}
+	out := []string{}
+	for i, sc := range scopeCatalogue {
+		if bits&(1<<i) != 0 {
+			out = append(out, sc)
+		}
+	}
+	return out
+}

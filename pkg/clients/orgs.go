@@ -1,0 +1,89 @@
+package clients
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/partnerapi/authplatform/pkg/audit"
+)
+
+// CreateOrg creates an organisation; ErrExists if the slug is taken.
+func (s *Store) CreateOrg(ctx context.Context, spec OrgSpec) (Org, error) {
+	if err := spec.Validate(); err != nil {
+		return Org{}, err
+	}
+	return s.createOrg(ctx, spec)
+}
+
+func (s *Store) createOrg(ctx context.Context, spec OrgSpec) (Org, error) {
+	now := s.now().UTC()
+	what := "create organisation " + spec.Slug
+	_, idxAck, err := s.write(ctx, indexScript, []string{s.orgIndex()}, spec.Slug)
+	if err != nil {
+		return Org{}, unavailable(what, err)
+	}
+	entry := audit.Record{At: now, Event: "org.created", Org: spec.Slug, Actor: audit.ActorFrom(ctx)}
+	args := append([]any{spec.Slug, spec.Name, spec.Environment, formatTime(now), auditMaxLen, newNonce()}, entry.Fields()...)
+	cmd, ack, err := s.write(ctx, createOrgScript, []string{s.orgKey(spec.Slug), s.orgAudit(spec.Slug)}, args...)
+	if err != nil {
+		return Org{}, unavailable(what, err)
+	}
+	var created struct{ Created bool }
+	if err := decodeReply(cmd.Val(), &created); err != nil {
+		return Org{}, unavailable(what, err)
+	}
+	if !created.Created {
+		return Org{}, fmt.Errorf("organisation %q: %w", spec.Slug, ErrExists)
+	}
+	o := Org{Slug: spec.Slug, Name: spec.Name, Environment: spec.Environment, CreatedAt: now.Truncate(time.Millisecond)}
+	if !s.confirmed(idxAck, ack) {
+		return o, s.notReplicated(what, idxAck, ack)
+	}
+	return o, nil
+}
+
+// GetOrg reads an organisation; ErrNotFound if there is none.
+func (s *Store) GetOrg(ctx context.Context, slug string) (Org, error) {
+	m, err := s.rdb.HGetAll(ctx, s.orgKey(slug)).Result()
+	if err != nil {
+		return Org{}, unavailable("get org", err)
+	}
+	if len(m) == 0 {
+		return Org{}, fmt.Errorf("organisation %q: %w", slug, ErrNotFound)
+	}
+	return orgFrom(m), nil
+}
+
+// ListOrgs lists every organisation, by slug.
+func (s *Store) ListOrgs(ctx context.Context) ([]Org, error) {
+	slugs, err := s.rdb.SMembers(ctx, s.orgIndex()).Result()
+	if err != nil {
+		return nil, unavailable("list orgs", err)
+	}
+	slices.Sort(slugs)
+	cmds := make([]*redis.MapStringStringCmd, len(slugs))
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, slug := range slugs {
+			cmds[i] = p.HGetAll(ctx, s.orgKey(slug))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, unavailable("list orgs", err)
+	}
+	orgs := make([]Org, 0, len(slugs))
+	for _, c := range cmds {
+		if m := c.Val(); len(m) > 0 {
+			orgs = append(orgs, orgFrom(m))
+		}
+	}
+	return orgs, nil
+}
+
+func orgFrom(m map[string]string) Org {
+	return Org{Slug: m["slug"], Name: m["name"], Environment: m["environment"], CreatedAt: parseTime(m["created_at"])}
+}

@@ -1,0 +1,124 @@
+package luascript
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// File is one Lua source file of a script: its name (as errors show it)
+// and its text.
+type File struct {
+	Name string
+	Text string
+}
+
+// Script is a Redis script composed of files, in order.
+type Script struct {
+	*redis.Script
+	parts []part
+}
+
+// part is where one file lies in the script's body: lines first to
+// first+lines-1.
+type part struct {
+	name         string
+	first, lines int
+}
+
+// New composes files into one script: each file's text, newline-ended,
+// after the one before it. File i starts at line 1 + the line count of
+// files 0..i-1 (Offset).
+func New(files ...File) *Script {
+	var b strings.Builder
+	s := &Script{}
+	line := 1
+	for _, f := range files {
+		text := f.Text
+		if !strings.HasSuffix(text, "\n") {
+			text += "\n"
+		}
+		n := strings.Count(text, "\n")
+		s.parts = append(s.parts, part{name: f.Name, first: line, lines: n})
+		line += n
+		b.WriteString(text)
+	}
+	s.Script = redis.NewScript(b.String())
+	return s
+}
+
+// Offset is the number of lines of the body before the file named name
+// (0 for the first file), -1 if the script has no such file.
+func (s *Script) Offset(name string) int {
+	for _, p := range s.parts {
+		if p.name == name {
+			return p.first - 1
+		}
+	}
+	return -1
+}
+
+// Locate maps a line of the script's body to a file and a line in it.
+func (s *Script) Locate(line int) (string, int) {
+	for _, p := range s.parts {
+		if line >= p.first && line < p.first+p.lines {
+			return p.name, line - p.first + 1
+		}
+	}
+	return "", line
+}
+
+// Run runs the script (EVALSHA, then EVAL on NOSCRIPT) and rewrites its
+// error's line numbers (Error).
+func (s *Script) Run(ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd {
+	return s.translate(s.Script.Run(ctx, c, keys, args...))
+}
+
+// Eval runs the script with EVAL (in a pipeline, which cannot fall back on
+// NOSCRIPT); its error, once the pipeline ran, is translated by Translate.
+func (s *Script) Eval(ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd {
+	return s.Script.Eval(ctx, c, keys, args...)
+}
+
+// Translate rewrites the error of cmd, a run of this script, in place (see
+// Error) and returns cmd.
+func (s *Script) Translate(cmd *redis.Cmd) *redis.Cmd { return s.translate(cmd) }
+
+func (s *Script) translate(cmd *redis.Cmd) *redis.Cmd {
+	if err := cmd.Err(); err != nil && err != redis.Nil {
+		if msg := s.rewrite(err.Error()); msg != err.Error() {
+			cmd.SetErr(&Error{Msg: msg, Err: err})
+		}
+	}
+	return cmd
+}
+
+var lineRef = regexp.MustCompile(`user_script:([0-9]+)`)
+
+// rewrite turns each "user_script:N" of msg into "FILE:LINE (user_script:N)".
+func (s *Script) rewrite(msg string) string {
+	return lineRef.ReplaceAllStringFunc(msg, func(m string) string {
+		n, _ := strconv.Atoi(m[len("user_script:"):])
+		name, line := s.Locate(n)
+		if name == "" {
+			return m
+		}
+		return fmt.Sprintf("%s:%d (%s)", name, line, m)
+	})
+}
+
+// Error is an error Redis returned for a composed script, its line
+// numbers rewritten to name the file; Err is Redis's own.
+type Error struct {
+	Msg string
+	Err error
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+// Unwrap returns Redis's error.
+func (e *Error) Unwrap() error { return e.Err }
