@@ -16,6 +16,7 @@ import (
 	"github.com/partnerapi/authplatform/authserver/operations"
 	"github.com/partnerapi/authplatform/pkg/cli"
 	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/jwksuri"
 	"github.com/partnerapi/authplatform/pkg/redisconn"
 )
 
@@ -57,7 +58,9 @@ func operator(fs *flag.FlagSet, env cli.Env, body func(ctx context.Context, ops 
 		}
 		defer closeStore()
 		ctx = clients.WithActor(ctx, "cli")
-		return body(ctx, &operations.Service{Registry: store}, output{w: env.Stdout, json: *asJSON}, args)
+		// The token service's jwks_uri policy, from the same settings.
+		jwks := jwksuri.Policy{AllowHTTP: env.Getenv("JWKS_URL_ALLOW_HTTP") == "true", AllowPrivate: env.Getenv("JWKS_URL_ALLOW_PRIVATE") == "true"}
+		return body(ctx, &operations.Service{Registry: store, JWKS: jwks}, output{w: env.Stdout, json: *asJSON}, args)
 	}
 }
 

@@ -217,5 +217,5 @@ func newAdmin(logger *slog.Logger, cfg serveConfig, env cli.Env, rdb redis.Unive
 	withdrawals := keywithdrawal.NewStore(rdb, prefix)
 	withdrawals.ConfirmWrites(confirm)
 	return adminapi.NewServer(logger.With("listener", "admin"), adminapi.Config{Trust: trust, KeyPrefix: prefix, JWKSAllowHTTP: cfg.JWKS.AllowHTTP},
-		adminapi.Deps{Ops: &operations.Service{Registry: store, Withdrawals: withdrawals}, Tokens: h, Admit: store, Keys: h, Redis: rdb})
+		adminapi.Deps{Ops: &operations.Service{Registry: store, Withdrawals: withdrawals, JWKS: cfg.JWKS}, Tokens: h, Admit: store, Keys: h, Redis: rdb})
 }

@@ -81,7 +81,7 @@ func (p Policy) CheckRegistration(ctx context.Context, raw string) error {
 	}
 	var why []string
 	for _, a := range addrs {
-		if err := p.refusedAddress(a); err != nil {
+		if err := p.refusedAddress(a.Unmap()); err != nil {
 			why = append(why, strings.TrimPrefix(err.Error(), ErrRefused.Error()+": "))
 		}
 	}
