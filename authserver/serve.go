@@ -50,8 +50,10 @@ type serveConfig struct {
 	// AcceptLegacySecrets: see tokenserver.Config.AcceptLegacySecrets.
 	AcceptLegacySecrets bool
 	// JWKS: what clients' jwks_uri may be (tokenserver.JWKSPolicy).
-	JWKS     tokenserver.JWKSPolicy
-	MaxConns int // 0: httpserver.DefaultMaxConns (from RLIMIT_NOFILE)
+	JWKS tokenserver.JWKSPolicy
+	// MaxAssertionLifetime: tokenserver.Config.MaxAssertionLifetime.
+	MaxAssertionLifetime time.Duration
+	MaxConns             int // 0: httpserver.DefaultMaxConns (from RLIMIT_NOFILE)
 	// AutoPipeline: clients.Store.UseAutoPipeline for the token service.
 	AutoPipeline bool
 }
@@ -81,6 +83,9 @@ func (c serveConfig) Validate() error {
 	if _, err := clientip.ParseTrust(c.TrustedProxies); err != nil {
 		errs = append(errs, err)
 	}
+	if c.MaxAssertionLifetime < 0 || c.MaxAssertionLifetime > tokenserver.MaxAssertionLifetimeLimit {
+		errs = append(errs, fmt.Errorf("--max-assertion-lifetime (MAX_ASSERTION_LIFETIME) %v: want at most %v", c.MaxAssertionLifetime, tokenserver.MaxAssertionLifetimeLimit))
+	}
 	if c.MaxConns < 0 {
 		errs = append(errs, errors.New("--max-conns (MAX_CONNS) must not be negative"))
 	}
@@ -107,12 +112,21 @@ func serveCommand(fs *flag.FlagSet, env cli.Env) cli.Action {
 		"fetch private_key_jwt clients' jwks_uri over plain http too, not only https (env JWKS_URL_ALLOW_HTTP=true)")
 	fs.BoolVar(&cfg.JWKS.AllowPrivate, "jwks-url-allow-private", getenv("JWKS_URL_ALLOW_PRIVATE") == "true",
 		"let a jwks_uri resolve to loopback, private or link-local addresses (env JWKS_URL_ALLOW_PRIVATE=true)")
+	maxLifetime := fs.String("max-assertion-lifetime", getenv("MAX_ASSERTION_LIFETIME"),
+		"longest a private_key_jwt client assertion may live, exp - now, e.g. 5m (env MAX_ASSERTION_LIFETIME; default 1h, what Authlib signs)")
 	fs.BoolVar(&cfg.AutoPipeline, "redis-autopipeline", getenv("REDIS_AUTOPIPELINE") == "true",
 		"send the per-request Redis scripts through go-redis's automatic pipelining (env REDIS_AUTOPIPELINE=true)")
 	maxConns := fs.String("max-conns", getenv("MAX_CONNS"), "connections served at once (env MAX_CONNS; default: from the open file limit)")
 	return func(ctx context.Context, _ []string) error {
 		if cfg.RedisURL == "" {
 			cfg.RedisURL = getenv("REDIS_URL")
+		}
+		if *maxLifetime != "" {
+			d, err := time.ParseDuration(*maxLifetime)
+			if err != nil {
+				return usagef("--max-assertion-lifetime (MAX_ASSERTION_LIFETIME) %q: want a duration such as 5m or 1h", *maxLifetime)
+			}
+			cfg.MaxAssertionLifetime = d
 		}
 		if *maxConns != "" {
 			n, err := strconv.Atoi(*maxConns)
@@ -158,7 +172,7 @@ func serve(ctx context.Context, cfg serveConfig, env cli.Env) error {
 		}
 	}
 	h, err := tokenserver.NewServer(logger, tokenserver.Config{Issuer: cfg.Issuer, Audience: cfg.Audience, Trust: trust,
-		AcceptLegacySecrets: cfg.AcceptLegacySecrets, JWKS: cfg.JWKS},
+		AcceptLegacySecrets: cfg.AcceptLegacySecrets, JWKS: cfg.JWKS, MaxAssertionLifetime: cfg.MaxAssertionLifetime},
 		tokenserver.Deps{
 			Registry: registry,
 			Keys:     keys,
