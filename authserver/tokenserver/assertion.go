@@ -218,10 +218,15 @@ func (s *Server) checkAssertion(ctx context.Context, creds credentials, reload b
 	}
 	jti, exp, verr := verify(e)
 	if errors.Is(verr, errUnknownKid) && e.keys.URL != "" {
-		if e, err = s.assertionKeys.get(ctx, creds.ID, keysRefetch); err != nil {
+		fresh, err := s.assertionKeys.get(ctx, creds.ID, keysRefetch)
+		if err != nil {
 			return nil, err
 		}
-		if jti, exp, verr = verify(e); errors.Is(verr, errUnknownKid) && e.failed {
+		if fresh != e { // fetched again (or by another request meanwhile)
+			e = fresh
+			jti, exp, verr = verify(e)
+		}
+		if errors.Is(verr, errUnknownKid) && e.failed {
 			verr = errKeysUnavailable
 		}
 	}
