@@ -99,7 +99,7 @@ flags:
 	}
 	// The help never shows the environment's values of secrets.
 	stdout, _, err := runAuthserver(map[string]string{"REDIS_URL": "redis://u:hunter2@h:1/0"}, "serve", "--help")
-	if err != nil || strings.Contains(stdout, "hunter2") || !strings.Contains(stdout, "\n  --metrics-addr string     listen address of GET /metrics, or off (env METRICS_ADDR) (default 127.0.0.1:9080)\n") {
+	if err != nil || strings.Contains(stdout, "hunter2") || !strings.Contains(stdout, "\n  --metrics-addr string              listen address of GET /metrics, or off (env METRICS_ADDR) (default 127.0.0.1:9080)\n") {
 		t.Errorf("serve --help: %v\n%s", err, stdout)
 	}
 	// Every command of the table has a help of its own.

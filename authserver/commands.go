@@ -9,7 +9,7 @@ import (
 // lists it, and each row gives its command's --help.
 func commands() []cli.Command {
 	return []cli.Command{
-		{Name: "serve", Synopsis: "[--addr A] [--metrics-addr A] [--admin-addr A] [--keys FILE] [--issuer URL] [--audience A] [--trusted-proxies CIDRS] [--log-level L] [--accept-legacy-secrets] [--jwks-url-allow-http] [--jwks-url-allow-private] [--redis-autopipeline]",
+		{Name: "serve", Synopsis: "[--addr A] [--metrics-addr A] [--admin-addr A] [--keys FILE] [--issuer URL] [--audience A] [--trusted-proxies CIDRS] [--log-level L] [--accept-legacy-secrets] [--jwks-url-allow-http] [--jwks-url-allow-private] [--max-assertion-lifetime D] [--redis-autopipeline]",
 			Summary: "Serve the token service (token, introspection, JWKS, metadata), its metrics on --metrics-addr and the admin API on --admin-addr.",
 			Setup:   serveCommand},
 		{Name: "healthcheck", Synopsis: "[--url URL]",

@@ -21,6 +21,7 @@ import (
 	"github.com/partnerapi/authplatform/pkg/audit"
 	"github.com/partnerapi/authplatform/pkg/cli"
 	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/jwksuri"
 	"github.com/partnerapi/authplatform/pkg/redisconn"
 )
 
@@ -82,9 +83,27 @@ func operator(fs *flag.FlagSet, env cli.Env, body func(ctx context.Context, ops 
 			return err
 		}
 		defer closeStore()
+		// The token service's jwks_uri policy, from the same settings.
+		jwks, err := jwksPolicy(env.Getenv)
+		if err != nil {
+			return err
+		}
 		ctx = audit.WithActor(ctx, audit.CLI)
-		return body(ctx, &operations.Service{Registry: store}, output{w: env.Stdout, json: *asJSON}, args)
+		return body(ctx, &operations.Service{Registry: store, JWKS: jwks}, output{w: env.Stdout, json: *asJSON}, args)
 	}
+}
+
+// jwksPolicy reads the jwks_uri policy the token service serves with
+// (JWKS_URL_ALLOW_HTTP, JWKS_URL_ALLOW_PRIVATE), so that the CLI registers
+// no URL the token service would refuse to fetch.
+func jwksPolicy(getenv func(string) string) (jwksuri.Policy, error) {
+	var p jwksuri.Policy
+	var err error
+	if p.AllowHTTP, err = cli.EnvBool(getenv, "JWKS_URL_ALLOW_HTTP", false); err != nil {
+		return p, err
+	}
+	p.AllowPrivate, err = cli.EnvBool(getenv, "JWKS_URL_ALLOW_PRIVATE", false)
+	return p, err
 }
 
 // checkLimit applies operations.CheckLimit to a flag or argument: a bad

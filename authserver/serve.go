@@ -50,6 +50,8 @@ type serveConfig struct {
 	AcceptLegacySecrets bool
 	// JWKS: what clients' jwks_uri may be (tokenserver.JWKSPolicy).
 	JWKS tokenserver.JWKSPolicy
+	// MaxAssertionLifetime: tokenserver.Config.MaxAssertionLifetime.
+	MaxAssertionLifetime time.Duration
 }
 
 func (c serveConfig) Validate() error {
@@ -61,6 +63,9 @@ func (c serveConfig) Validate() error {
 	}
 	if c.KeysFile == "" {
 		errs = append(errs, errors.New("--keys (KEYS_FILE) is required: create one with 'authserver keys generate --out FILE'"))
+	}
+	if c.MaxAssertionLifetime < 0 || c.MaxAssertionLifetime > tokenserver.MaxAssertionLifetimeLimit {
+		errs = append(errs, fmt.Errorf("--max-assertion-lifetime (MAX_ASSERTION_LIFETIME) %v: want at most %v", c.MaxAssertionLifetime, tokenserver.MaxAssertionLifetimeLimit))
 	}
 	return errors.Join(errs...)
 }
@@ -77,6 +82,8 @@ func serveCommand(fs *flag.FlagSet, env cli.Env) cli.Action {
 		"fetch private_key_jwt clients' jwks_uri over plain http too, not only https")
 	f.Bool(&cfg.JWKS.AllowPrivate, "jwks-url-allow-private", "JWKS_URL_ALLOW_PRIVATE", false,
 		"let a jwks_uri resolve to loopback, private or link-local addresses")
+	f.Duration(&cfg.MaxAssertionLifetime, "max-assertion-lifetime", "MAX_ASSERTION_LIFETIME", tokenserver.DefaultMaxAssertionLifetime,
+		"longest a private_key_jwt client assertion may live (exp - now), a `duration` such as 5m or 1h; the default is what Authlib signs")
 	return func(ctx context.Context, _ []string) error {
 		if err := f.Err(); err != nil {
 			return err
@@ -114,7 +121,7 @@ func serve(ctx context.Context, cfg serveConfig, env cli.Env) error {
 		}
 	}
 	h, err := tokenserver.NewServer(logger, tokenserver.Config{Issuer: cfg.Issuer, Audience: cfg.Audience, Trust: trust,
-		AcceptLegacySecrets: cfg.AcceptLegacySecrets, JWKS: cfg.JWKS},
+		AcceptLegacySecrets: cfg.AcceptLegacySecrets, JWKS: cfg.JWKS, MaxAssertionLifetime: cfg.MaxAssertionLifetime},
 		tokenserver.Deps{
 			Registry: registry,
 			Keys:     keys,
@@ -169,5 +176,5 @@ func newAdmin(logger *slog.Logger, cfg serveConfig, rdb redis.UniversalClient, h
 	withdrawals := keywithdrawal.NewStore(rdb, prefix)
 	withdrawals.ConfirmWrites(confirm)
 	return adminapi.NewServer(logger.With("listener", "admin"), adminapi.Config{Trust: trust, KeyPrefix: prefix, JWKSAllowHTTP: cfg.JWKS.AllowHTTP},
-		adminapi.Deps{Ops: &operations.Service{Registry: store, Withdrawals: withdrawals}, Tokens: h, Admit: store, Keys: h, Redis: rdb})
+		adminapi.Deps{Ops: &operations.Service{Registry: store, Withdrawals: withdrawals, JWKS: cfg.JWKS}, Tokens: h, Admit: store, Keys: h, Redis: rdb})
 }

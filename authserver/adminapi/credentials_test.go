@@ -285,7 +285,7 @@ func TestJWKSURIPolicy(t *testing.T) {
 		if a.Status != 201 || a.json(t)["jwks_uri"] != "https://partner.example/jwks.json" {
 			t.Fatalf("allow http %v, https: %d %s", allow, a.Status, a.Body)
 		}
-		a = s.call(hc, "POST", "/admin/v1/clients", body("http://10.0.0.7/jwks.json"))
+		a = s.call(hc, "POST", "/admin/v1/clients", body("http://partner.example/jwks.json"))
 		switch {
 		case allow && a.Status != 201:
 			t.Fatalf("http allowed: %d %s", a.Status, a.Body)
@@ -294,9 +294,52 @@ func TestJWKSURIPolicy(t *testing.T) {
 		}
 		id := a.json(t)["client_id"]
 		if allow {
-			if a := s.call(hc, "PUT", fmt.Sprintf("/admin/v1/clients/%s/keys", id), map[string]any{"jwks_uri": "http://10.0.0.8/jwks.json"}); a.Status != 200 {
+			if a := s.call(hc, "PUT", fmt.Sprintf("/admin/v1/clients/%s/keys", id), map[string]any{"jwks_uri": "http://p.example/jwks.json"}); a.Status != 200 {
 				t.Fatalf("rotate to http, allowed: %d %s", a.Status, a.Body)
 			}
+		}
+	}
+}
+
+// TestJWKSURIAddresses (issue 27 point 5): a jwks_uri whose host resolves
+// to an address the token service would not fetch from is refused at
+// registration (create and rotate-keys), saying which address and why,
+// unless the operator allows private addresses (JWKS_URL_ALLOW_PRIVATE).
+func TestJWKSURIAddresses(t *testing.T) {
+	for _, allow := range []bool{false, true} {
+		s := newStack(t, options{jwksAllowPrivate: allow})
+		_, _, hc := s.operator(false)
+		s.call(hc, "POST", "/admin/v1/orgs", map[string]any{"slug": "addrs", "name": "Addresses", "environment": "live"})
+		a := s.call(hc, "POST", "/admin/v1/clients", map[string]any{"organization_slug": "addrs", "name": "EHR", "audience": "pharma",
+			"auth_method": "private_key_jwt", "jwks_uri": "https://partner.example/jwks.json"})
+		if a.Status != 201 {
+			t.Fatalf("a public host: %d %s", a.Status, a.Body)
+		}
+		id := a.json(t)["client_id"]
+		for _, c := range []struct{ uri, why string }{
+			{"https://internal.example/jwks.json", `address 10.0.0.9 is private-use (RFC 1918) (JWKS_URL_ALLOW_PRIVATE=true allows it)`},
+			{"https://127.0.0.1:8443/jwks.json", "address 127.0.0.1 is loopback"},
+			{"https://[64:ff9b::a9fe:a9fe]/jwks.json", "NAT64 of 169.254.169.254: link-local"},
+			{"https://100.64.0.1/jwks.json", "RFC 6598"},
+		} {
+			create := s.call(hc, "POST", "/admin/v1/clients", map[string]any{"organization_slug": "addrs", "name": "EHR", "audience": "pharma",
+				"auth_method": "private_key_jwt", "jwks_uri": c.uri})
+			rotate := s.call(hc, "PUT", fmt.Sprintf("/admin/v1/clients/%s/keys", id), map[string]any{"jwks_uri": c.uri})
+			for what, a := range map[string]answer{"create": create, "rotate": rotate} {
+				if allow {
+					if a.Status/100 != 2 {
+						t.Errorf("%s %s, private allowed: %d %s", what, c.uri, a.Status, a.Body)
+					}
+					continue
+				}
+				if a.Status != 400 || a.json(t)["type"] == nil || !strings.Contains(a.json(t)["detail"].(string), c.why) {
+					t.Errorf("%s %s: %d %s, want 400 saying %q", what, c.uri, a.Status, a.Body, c.why)
+				}
+			}
+		}
+		if a := s.call(hc, "POST", "/admin/v1/clients", map[string]any{"organization_slug": "addrs", "name": "EHR", "audience": "pharma",
+			"auth_method": "private_key_jwt", "jwks_uri": "https://nowhere.example/jwks.json"}); !allow && (a.Status != 400 || !strings.Contains(a.json(t)["detail"].(string), "does not resolve")) {
+			t.Errorf("a host that does not resolve: %d %s", a.Status, a.Body)
 		}
 	}
 }

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"strings"
 	"testing"
@@ -22,6 +24,7 @@ import (
 	"github.com/partnerapi/authplatform/authserver/tokenserver"
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
 	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/jwksuri"
 	"github.com/partnerapi/authplatform/pkg/keywithdrawal"
 	"github.com/partnerapi/authplatform/pkg/redisconn"
 	"github.com/partnerapi/authplatform/pkg/redistest"
@@ -47,6 +50,22 @@ type options struct {
 	confirm redisconn.Confirmation
 	// jwksAllowHTTP is the admin API's Config.JWKSAllowHTTP.
 	jwksAllowHTTP bool
+	// jwksAllowPrivate is the operations' JWKS.AllowPrivate.
+	jwksAllowPrivate bool
+}
+
+// partnerHosts resolves the jwks_uri hosts of the tests: partner.example
+// and p.example to a public address, internal.example to a private one.
+type partnerHosts struct{}
+
+func (partnerHosts) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	switch host {
+	case "partner.example", "p.example":
+		return []netip.Addr{netip.MustParseAddr("93.184.215.14")}, nil
+	case "internal.example":
+		return []netip.Addr{netip.MustParseAddr("93.184.215.14"), netip.MustParseAddr("10.0.0.9")}, nil
+	}
+	return nil, errors.New("no such host")
 }
 
 func newStack(t *testing.T, opt options) *stack {
@@ -72,7 +91,8 @@ func newStack(t *testing.T, opt options) *stack {
 	withdrawals := keywithdrawal.NewStore(rdb, prefix)
 	withdrawals.ConfirmWrites(opt.confirm)
 	adm, err := adminapi.NewServer(slog.New(slog.DiscardHandler), adminapi.Config{KeyPrefix: prefix, JWKSAllowHTTP: opt.jwksAllowHTTP},
-		adminapi.Deps{Ops: &operations.Service{Registry: adminStore, Withdrawals: withdrawals}, Tokens: tok, Admit: store, Keys: tok, Redis: rdb})
+		adminapi.Deps{Ops: &operations.Service{Registry: adminStore, Withdrawals: withdrawals,
+			JWKS: jwksuri.Policy{AllowHTTP: opt.jwksAllowHTTP, AllowPrivate: opt.jwksAllowPrivate, Resolver: partnerHosts{}}}, Tokens: tok, Admit: store, Keys: tok, Redis: rdb})
 	if err != nil {
 		t.Fatal(err)
 	}

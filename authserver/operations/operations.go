@@ -9,6 +9,7 @@ import (
 
 	"github.com/partnerapi/authplatform/pkg/audit"
 	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/jwksuri"
 	"github.com/partnerapi/authplatform/pkg/keywithdrawal"
 )
 
@@ -17,6 +18,10 @@ import (
 type Service struct {
 	Registry    *clients.Store
 	Withdrawals *keywithdrawal.Store
+	// JWKS is the token service's jwks_uri policy (JWKS_URL_ALLOW_HTTP,
+	// JWKS_URL_ALLOW_PRIVATE): a jwks_uri is registered only if the token
+	// service would fetch it (jwksuri.Policy.CheckRegistration).
+	JWKS jwksuri.Policy
 }
 
 // ErrInvalid marks bad input; errors.Is(err, clients.ErrInvalid) holds too.
@@ -69,8 +74,22 @@ func (s *Service) CreateClient(ctx context.Context, spec clients.ClientSpec) (Wi
 			return WithSecret{}, err
 		}
 	}
+	if err := s.checkKeys(ctx, spec.Keys); err != nil {
+		return WithSecret{}, err
+	}
 	c, secret, err := s.Registry.CreateClient(ctx, spec)
 	return withSecret(c, secret, err)
+}
+
+// checkKeys checks a jwks_uri against the policy, resolving its host:
+// the token service must be able to fetch what is registered.
+func (s *Service) checkKeys(ctx context.Context, keys *clients.ClientKeySource) error {
+	if keys == nil || keys.URL == "" || keys.Validate() != nil {
+		return nil // the registry says what is wrong with the keys, as before
+	}
+	p := s.JWKS
+	p.AllowHTTP = p.AllowHTTP || keys.AllowHTTP
+	return p.CheckRegistration(ctx, keys.URL)
 }
 
 // CreateOperator creates an operator client (a caller of the admin API).
@@ -114,6 +133,9 @@ func (s *Service) RetireSecret(ctx context.Context, id string, secretID int64) (
 // RotateKeys replaces a private_key_jwt client's public keys; every token
 // issued before dies at once.
 func (s *Service) RotateKeys(ctx context.Context, id string, keys clients.ClientKeySource) (clients.Client, error) {
+	if err := s.checkKeys(ctx, &keys); err != nil {
+		return clients.Client{}, err
+	}
 	return s.Registry.RotateKeys(ctx, id, keys)
 }
 

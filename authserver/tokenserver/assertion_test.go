@@ -80,7 +80,9 @@ func TestPrivateKeyJWT(t *testing.T) {
 	mod("iss not the client", func(c map[string]any) { c["iss"] = "svc_aaaaaaaaaaaaaaaaaaaaaaaa" })
 	mod("no exp", func(c map[string]any) { delete(c, "exp") })
 	mod("expired", func(c map[string]any) { c["exp"] = now.Add(-time.Minute).Unix() })
-	mod("exp 10 minutes ahead", func(c map[string]any) { c["exp"] = now.Add(10 * time.Minute).Unix() })
+	mod("exp past the longest lifetime", func(c map[string]any) {
+		c["exp"] = now.Add(DefaultMaxAssertionLifetime + AssertionLeeway + time.Second).Unix()
+	})
 	mod("nbf in the future", func(c map[string]any) { c["nbf"] = now.Add(5 * time.Minute).Unix() })
 	mod("no jti", func(c map[string]any) { delete(c, "jti") })
 	refused["signed by another key"] = other.Sign(t, assertiontest.Claims(id, testIssuer, now))
@@ -217,15 +219,28 @@ func TestJWKSURI(t *testing.T) {
 		t.Fatalf("%d fetches after a new kid, want 2", fetches)
 	}
 
-	// The default policy: the same URL (loopback, http) is never fetched.
-	strict := newEnv(t)
-	id2 := strict.keyedClient(clients.ClientKeySource{URL: keysSrv.URL + "/jwks.json", AllowHTTP: true})
-	before := fetches
-	r = post(t, strict.url+PathToken, formType, assertionForm(k1.Sign(t, assertiontest.Claims(id2, testIssuer, now))))
-	wantStatus(t, r, http.StatusUnauthorized)
-	wantJSON(t, r, bodyInvalidClient)
-	if fetches != before {
-		t.Fatal("a private address was fetched under the default policy")
+	// The default policy: the same URL (loopback, http) is never fetched,
+	// nor with http allowed; the refusal is logged with the client id and
+	// the reason, counted, and answered as keys that could not be fetched,
+	// not as a failed authentication.
+	for policy, why := range map[JWKSPolicy]string{{}: "must be https", {AllowHTTP: true}: "address 127.0.0.1 is loopback"} {
+		strict := newEnv(t, withJWKSPolicy(policy))
+		id2 := strict.keyedClient(clients.ClientKeySource{URL: keysSrv.URL + "/jwks.json", AllowHTTP: true})
+		before := fetches
+		r = post(t, strict.url+PathToken, formType, assertionForm(k1.Sign(t, assertiontest.Claims(id2, testIssuer, now))))
+		wantStatus(t, r, http.StatusServiceUnavailable)
+		wantHeaders(t, r, oauthHeaders(map[string]string{"Retry-After": "2", "WWW-Authenticate": ""}))
+		wantJSON(t, r, bodyKeysUnavailable)
+		if fetches != before {
+			t.Fatalf("%+v: a private address was fetched", policy)
+		}
+		if got := counter(t, strict.metrics, "partnerapi_jwks_uri_fetches_total", map[string]string{"result": "refused"}); got != 1 {
+			t.Errorf("%+v: refused fetches %v, want 1", policy, got)
+		}
+		if logs := strict.logs.String(); !strings.Contains(logs, `"msg":"jwks_uri fetch refused"`) || !strings.Contains(logs, `"client_id":"`+id2+`"`) ||
+			!strings.Contains(logs, why) {
+			t.Errorf("%+v: the refused fetch was not logged with the client id and %q:\n%s", policy, why, logs)
+		}
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"time"
 
 	oauthErrors "github.com/go-oauth2/oauth2/v4/errors"
 
@@ -47,6 +48,10 @@ func toOAuth(err error) (*oauthError, http.Header) {
 		h := http.Header{}
 		h.Set("Retry-After", strconv.Itoa(unavailableRetryAfter))
 		return errNoSigningKey, h
+	case err == errKeysUnavailable:
+		h := http.Header{}
+		h.Set("Retry-After", strconv.Itoa(int(jwksRetryEvery/time.Second)))
+		return errKeysUnavailable, h
 	case errors.As(err, &oe):
 		return oe, nil
 	case errors.As(err, &sd):

@@ -58,6 +58,7 @@ type env struct {
 	repeats  int64 // per-address and per-client limit of repeated refused secrets
 	legacy   bool  // Config.AcceptLegacySecrets of instances started from now on
 	jwks     JWKSPolicy
+	lifetime time.Duration // Config.MaxAssertionLifetime
 	logs     *logtest.Sink
 	metrics  *metrics.TokenService // every instance's, as one replica's
 	url      string                // base URL of the first instance
@@ -92,6 +93,9 @@ func withCeiling(n int) envOption { return func(e *env) { e.ceiling = n } }
 
 // withJWKSPolicy sets what clients' jwks_uri may be.
 func withJWKSPolicy(p JWKSPolicy) envOption { return func(e *env) { e.jwks = p } }
+
+// withMaxAssertionLifetime sets Config.MaxAssertionLifetime.
+func withMaxAssertionLifetime(d time.Duration) envOption { return func(e *env) { e.lifetime = d } }
 
 // withRedisClock lets the rate limits run on the Redis server's clock.
 func withRedisClock() envOption { return func(e *env) { e.rate = nil } }
@@ -134,7 +138,7 @@ func (e *env) start(keys *accesstoken.KeySet) (string, *Server) {
 	s, err := NewServer(logger, Config{
 		Issuer: testIssuer, Audience: testAudience, Trust: e.trust, FailuresPerMinute: e.failures,
 		RepeatedFailuresPerMinute: e.repeats, AddressFailuresPerMinute: e.ceiling, Now: e.now.Now, RateNow: rateNow,
-		AcceptLegacySecrets: e.legacy, JWKS: e.jwks,
+		AcceptLegacySecrets: e.legacy, JWKS: e.jwks, MaxAssertionLifetime: e.lifetime,
 	}, Deps{
 		Registry: e.store,
 		Keys:     keys,

@@ -18,6 +18,10 @@ type recorder interface {
 	// was compared against the registry (clients.Authentication.Checked),
 	// by method: "client_secret" or "private_key_jwt".
 	CredentialChecked(method string)
+	// JWKSURIFetched counts a fetch of a private_key_jwt client's jwks_uri
+	// by result: "success", "failure" (unreachable, an error status, not a
+	// valid key set) or "refused" (by the jwks_uri policy).
+	JWKSURIFetched(result string)
 }
 
 // noMetrics counts nothing (Deps.Metrics unset).
@@ -28,6 +32,7 @@ func (noMetrics) TokenRevoked()            {}
 func (noMetrics) Refused(_, _ string)      {}
 func (noMetrics) TokenCache(bool)          {}
 func (noMetrics) CredentialChecked(string) {}
+func (noMetrics) JWKSURIFetched(string)    {}
 
 // endpointOf names r's endpoint for the refusal count.
 func endpointOf(r *http.Request) string {

@@ -3,6 +3,7 @@ package tokenserver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -48,6 +49,11 @@ type Config struct {
 	// JWKS is what clients' jwks_uri may be (private_key_jwt): https and
 	// public addresses only, unless the operator allows otherwise.
 	JWKS JWKSPolicy
+	// MaxAssertionLifetime is the longest a client assertion may live: its
+	// "exp" at most this far ahead (plus AssertionLeeway); its jti is then
+	// remembered in Redis until exp plus AssertionLeeway (0:
+	// DefaultMaxAssertionLifetime; at most MaxAssertionLifetimeLimit).
+	MaxAssertionLifetime time.Duration
 	// Now is the clock for token times (nil: time.Now).
 	Now func() time.Time
 	// RateNow is the clock of the rate limits (nil: the Redis server's).
@@ -73,6 +79,9 @@ func (c Config) Validate() error {
 	errs := []error{accesstoken.CheckNames(c.Issuer, c.Audience)}
 	if c.FailuresPerMinute < 0 || c.RepeatedFailuresPerMinute < 0 || c.AddressFailuresPerMinute < 0 {
 		errs = append(errs, errors.New("failures per minute must not be negative"))
+	}
+	if c.MaxAssertionLifetime < 0 || c.MaxAssertionLifetime > MaxAssertionLifetimeLimit {
+		errs = append(errs, fmt.Errorf("max assertion lifetime %v: want at most %v (0: the default, %v)", c.MaxAssertionLifetime, MaxAssertionLifetimeLimit, DefaultMaxAssertionLifetime))
 	}
 	return errors.Join(errs...)
 }
@@ -130,6 +139,9 @@ func NewServer(logger *slog.Logger, cfg Config, deps Deps) (*Server, error) {
 	if cfg.AddressFailuresPerMinute == 0 {
 		cfg.AddressFailuresPerMinute = DefaultAddressFailuresPerMinute
 	}
+	if cfg.MaxAssertionLifetime == 0 {
+		cfg.MaxAssertionLifetime = DefaultMaxAssertionLifetime
+	}
 	meta, err := buildMetadata(cfg.Issuer)
 	if err != nil {
 		return nil, err
@@ -142,7 +154,7 @@ func NewServer(logger *slog.Logger, cfg Config, deps Deps) (*Server, error) {
 		return nil, err
 	}
 	s.ready, s.meta = deps.Ready, meta
-	if s.assertionKeys, err = newAssertionKeys(deps.Registry, cfg.Now, cfg.JWKS); err != nil {
+	if s.assertionKeys, err = newAssertionKeys(deps.Registry, cfg.Now, cfg.JWKS, logger, deps.Metrics); err != nil {
 		return nil, err
 	}
 	// RFC 7523 section 3: the issuer identifier (draft rfc7523bis) or the

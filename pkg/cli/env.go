@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"strconv"
+	"time"
 )
 
 // EnvBool reads the boolean environment variable name through getenv:
@@ -62,6 +63,43 @@ func (f *EnvFlags) Int(p *int, name, env string, def int, usage string) {
 		}
 	}
 	f.FS.IntVar(p, name, v, usage+" (env "+env+")")
+}
+
+// Duration declares --name, a Go duration (5m, 1h), defaulting to the
+// variable env, else def. A value that is not a duration, from the flag or
+// the variable, is a usage error naming both. Put the word `duration` in
+// backquotes in usage: it names the value in --help.
+func (f *EnvFlags) Duration(p *time.Duration, name, env string, def time.Duration, usage string) {
+	*p = def
+	v := &durationFlag{p: p, name: name, env: env}
+	if s := f.Getenv(env); s != "" {
+		if err := v.Set(s); err != nil {
+			f.errs = append(f.errs, err)
+		}
+	}
+	f.FS.Var(v, name, usage+" (env "+env+")")
+}
+
+// durationFlag is a flag.Value whose parse error says how to write one.
+type durationFlag struct {
+	p         *time.Duration
+	name, env string
+}
+
+func (d *durationFlag) String() string {
+	if d == nil || d.p == nil {
+		return ""
+	}
+	return d.p.String()
+}
+
+func (d *durationFlag) Set(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return Usagef("--%s (%s) %q: want a duration such as 5m or 1h", d.name, d.env, s)
+	}
+	*d.p = v
+	return nil
 }
 
 // Err returns the environment's invalid values, as one UsageError, or nil.

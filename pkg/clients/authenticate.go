@@ -200,7 +200,10 @@ type AssertionCheck struct {
 	Verified bool
 	// KeysVersion is the version of the keys it was verified against.
 	KeysVersion string
-	// JTI is its "jti", single use: marked used until Expires.
+	// JTI is its "jti", single use: marked used until Expires, which must
+	// be at least as late as the assertion is accepted (its "exp" plus the
+	// clock skew tolerated); an assertion whose Expires has passed is
+	// refused, as its jti could not be remembered.
 	JTI     string
 	Expires time.Time
 }
@@ -294,12 +297,19 @@ func (s *Store) Authenticate(ctx context.Context, a Attempt) (Authentication, er
 		}
 		args.KeysVersion = as.KeysVersion
 		jtiKey = s.jtiKey(a.ClientID, jtiMark(as.JTI))
-		// Kept a second past the assertion's exp (rounded down to seconds).
+		// Kept a second past Expires (exp, rounded down to seconds, plus
+		// the leeway it is accepted with). An assertion whose jti cannot
+		// be remembered (Expires passed) is refused: accepting it would
+		// leave it replayable.
 		now := time.Now
 		if a.Now != nil {
 			now = a.Now
 		}
-		args.JTITTLMS = max(as.Expires.Sub(now()).Milliseconds()+1000, 1)
+		if left := as.Expires.Sub(now()); left > 0 {
+			args.JTITTLMS = left.Milliseconds() + 1000
+		} else {
+			args.Verified = "0"
+		}
 	}
 	checkKey := s.revokedTokenKey(a.ClientID, "")
 	if c := a.Check; c != nil && c.ClientID == a.ClientID {

@@ -16,6 +16,7 @@ type TokenService struct {
 	revoked prometheus.Counter
 	refused *prometheus.CounterVec
 	checked *prometheus.CounterVec
+	jwksURI *prometheus.CounterVec
 }
 
 // tokenRefusals are the reasons of refused token and introspection
@@ -33,6 +34,9 @@ var tokenEndpoints = []string{"token", "introspect", "revoke"}
 // credentialMethods are the client authentication methods whose checks are
 // counted (clients.AuthClientSecret, clients.AuthPrivateKeyJWT).
 var credentialMethods = []string{"client_secret", "private_key_jwt"}
+
+// jwksURIResults are the results of fetches of clients' jwks_uri.
+var jwksURIResults = []string{"success", "failure", "refused"}
 
 // NewTokenService registers the token service's metrics in m.
 func NewTokenService(m *Metrics) *TokenService {
@@ -56,8 +60,17 @@ func NewTokenService(m *Metrics) *TokenService {
 				"a climb without tokens issued is someone guessing; a flat line under a flood of invalid_client or slow_down " +
 				"shows the failure budget refusing them unchecked.",
 		}, []string{"method"}),
+		jwksURI: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "jwks_uri_fetches_total",
+			Help: "Fetches of private_key_jwt clients' jwks_uri, by result: success, failure (unreachable, an error status, " +
+				"not a valid key set) or refused (by the jwks_uri policy: a refused address, scheme or redirect). " +
+				"Each failure or refusal is logged with the client id.",
+		}, []string{"result"}),
 	}
-	m.Registry.MustRegister(t.issued, t.revoked, t.refused, t.checked)
+	m.Registry.MustRegister(t.issued, t.revoked, t.refused, t.checked, t.jwksURI)
+	for _, r := range jwksURIResults {
+		t.jwksURI.WithLabelValues(r)
+	}
 	for _, method := range credentialMethods {
 		t.checked.WithLabelValues(method)
 	}
@@ -93,6 +106,15 @@ func (t *TokenService) Refused(endpoint, reason string) {
 func (t *TokenService) CredentialChecked(method string) {
 	if contains(credentialMethods, method) {
 		t.checked.WithLabelValues(method).Inc()
+	}
+}
+
+// JWKSURIFetched counts one fetch of a client's jwks_uri by result
+// ("success", "failure" or "refused"; any other is ignored, so that labels
+// stay bounded).
+func (t *TokenService) JWKSURIFetched(result string) {
+	if contains(jwksURIResults, result) {
+		t.jwksURI.WithLabelValues(result).Inc()
 	}
 }
 

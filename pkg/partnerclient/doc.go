@@ -88,7 +88,11 @@
 // and requiring only golang.org/x/oauth2 and golang.org/x/sync: it signs
 // the client assertions with the standard library, without a JOSE library.
 //
-//	go get github.com/partnerapi/authplatform/pkg/partnerclient
+// Until it is published on a module proxy, a partner takes this directory
+// and points its go.mod at it (the quickstart guide says how):
+//
+//	go mod edit -require=github.com/partnerapi/authplatform/pkg/partnerclient@v0.0.0 \
+//	    -replace=github.com/partnerapi/authplatform/pkg/partnerclient=./third_party/partnerclient
 //
 // It imports nothing of the servers; it is what a partner imports. Its
 // behaviour against the real servers is tested in deploy/e2e/sdk, which also

@@ -10,12 +10,18 @@
 //   - Node.js: oauth4webapi (node/package.json, its exact version pinned by
 //     node/package-lock.json and installed with `npm ci` into a temporary
 //     directory): metadata discovery (RFC 8414), client_credentials with
-//     private_key_jwt (ES256, Ed25519) and client_secret_basic, GET
-//     /api/v1/me/, revocation (RFC 7009), /me refused afterwards.
+//     private_key_jwt (ES256, Ed25519, and ES256 from a PKCS #8 PEM key,
+//     signed without kid) and client_secret_basic, GET /api/v1/me/,
+//     revocation (RFC 7009), /me refused afterwards.
 //   - Python: Authlib's requests OAuth2Session (python/client.py; Debian's
 //     python3-authlib and python3-requests, run with /usr/bin/python3):
-//     private_key_jwt (RS256, Authlib's default, and ES256) and
-//     client_secret_post, fetch_token, /me, revoke_token, /me refused.
+//     private_key_jwt (RS256, Authlib's default, ES256, and RS256 from a
+//     PKCS #8 PEM key, signed without kid) and client_secret_post,
+//     fetch_token, /me, revoke_token, /me refused.
+//
+// Both run their libraries' private_key_jwt as it comes, with no override:
+// the header and lifetime of what each signs are printed and pinned
+// (Authlib exp = iat + 3600, oauth4webapi iat + 60).
 //
 // Each script prints one JSON object a line per step; the tests compare
 // them with what the servers must answer (status, headers, bodies), check

@@ -16,9 +16,11 @@ import (
 )
 
 // TestNodeOAuth4WebAPI runs oauth4webapi (node/client.mjs) against the
-// real servers: discovery, tokens with private_key_jwt (ES256 and Ed25519)
-// and client_secret_basic, /me, revocation, /me refused, a new token, and
-// a wrong key refused.
+// real servers: discovery, tokens with private_key_jwt (ES256 and Ed25519
+// from private JWKs with their kid, and ES256 from a PKCS#8 PEM key as the
+// authentication guide makes it, signed without a kid; oauth4webapi's
+// PrivateKeyJwt as it comes) and client_secret_basic, /me, revocation, /me
+// refused, a new token, and a wrong key refused.
 func TestNodeOAuth4WebAPI(t *testing.T) {
 	t.Parallel()
 	e2etest.RequireCommand(t, "node")
@@ -28,9 +30,11 @@ func TestNodeOAuth4WebAPI(t *testing.T) {
 
 	es := newKey(t, "node-es256", jwa.ES256())
 	ed := newKey(t, "node-ed25519", jwa.EdDSA())
+	pem := newKey(t, "node-pem", jwa.ES256())
 	wrong := newKey(t, es.KID, jwa.ES256()) // the registered kid, another key
 	esID := s.keyClient(t, "node es256", es)
 	edID := s.keyClient(t, "node ed25519", ed)
+	pemID := s.keyClient(t, "node pem", pem)
 	basicID, basicSecret := s.secretClient(t, "node basic")
 	keys := t.TempDir()
 	sc := runScript(t, "node oauth4webapi", map[string]any{
@@ -38,6 +42,7 @@ func TestNodeOAuth4WebAPI(t *testing.T) {
 		"clients": []map[string]any{
 			{"name": "es256", "client_id": esID, "auth": "private_key_jwt", "jwk_file": privateJWKFile(t, es, keys), "wrong_jwk_file": privateJWKFile(t, wrong, keys)},
 			{"name": "ed25519", "client_id": edID, "auth": "private_key_jwt", "jwk_file": privateJWKFile(t, ed, keys)},
+			{"name": "pem", "client_id": pemID, "auth": "private_key_jwt", "alg": "ES256", "pem_file": privatePEMFile(t, pem, keys)},
 			{"name": "basic", "client_id": basicID, "auth": "client_secret_basic", "client_secret": basicSecret},
 		},
 	}, dir, "node", "client.mjs")
@@ -45,8 +50,13 @@ func TestNodeOAuth4WebAPI(t *testing.T) {
 	sc.want(t, "", "discovery", `{"step":"discovery","issuer":"`+s.auth+`","token_endpoint":"`+s.auth+pathToken+`",
 		"revocation_endpoint":"`+s.auth+`/api/v1/oauth/revoke/",
 		"token_endpoint_auth_methods_supported":["client_secret_basic","client_secret_post","private_key_jwt"]}`, "ms")
+	// What oauth4webapi signs unchanged: exp a minute after iat; no kid
+	// for a key imported without one.
+	sc.want(t, "es256", "assertion", `{"client":"es256","step":"assertion","alg":"ES256","kid":"node-es256","lifetime":60}`)
+	sc.want(t, "ed25519", "assertion", `{"client":"ed25519","step":"assertion","alg":"Ed25519","kid":"node-ed25519","lifetime":60}`)
+	sc.want(t, "pem", "assertion", `{"client":"pem","step":"assertion","alg":"ES256","kid":null,"lifetime":60}`)
 	for _, c := range []struct{ name, id, display string }{
-		{"es256", esID, "node es256"}, {"ed25519", edID, "node ed25519"}, {"basic", basicID, "node basic"},
+		{"es256", esID, "node es256"}, {"ed25519", edID, "node ed25519"}, {"pem", pemID, "node pem"}, {"basic", basicID, "node basic"},
 	} {
 		tok := sc.want(t, c.name, "token", `{"client":"`+c.name+`","step":"token","token_type":"bearer","expires_in":3600,"scope":"`+scope+`"}`, "access_token")
 		sc.wantMeLine(t, c.name, c.id, c.display, `{"client":"`+c.name+`","step":"me","status":200,"challenges":null,"www_authenticate":null,"cache_control":"no-store"}`)
@@ -65,7 +75,7 @@ func TestNodeOAuth4WebAPI(t *testing.T) {
 		wantRefused(t, c.name+": the revoked token at /me", s.me(t, access))
 	}
 	sc.want(t, "es256", "token_wrong_key", `{"client":"es256","step":"token_wrong_key","status":401,"error":"invalid_client","error_description":"Client authentication failed"}`)
-	t.Logf("node oauth4webapi: %d clients in %v", 3, sc.took.Round(time.Millisecond))
+	t.Logf("node oauth4webapi: %d clients in %v", 4, sc.took.Round(time.Millisecond))
 }
 
 // npmCI installs node/package-lock.json's exact packages with `npm ci`

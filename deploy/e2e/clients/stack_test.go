@@ -6,7 +6,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"net/http"
@@ -193,6 +195,26 @@ func privateJWKFile(t *testing.T, k partnerKey, dir string) string {
 	}
 	defer f.Close()
 	if _, err := f.Write(privateJWK(t, k)); err != nil {
+		t.Fatal(err)
+	}
+	return f.Name()
+}
+
+// privatePEMFile writes k's private key to a file of dir as PKCS#8 PEM
+// ("PRIVATE KEY"), what `openssl genpkey` writes (the authentication
+// guide's recipe): no kid, no alg.
+func privatePEMFile(t *testing.T, k partnerKey, dir string) string {
+	t.Helper()
+	der, err := x509.MarshalPKCS8PrivateKey(k.Signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.CreateTemp(dir, "private-*.pem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := pem.Encode(f, &pem.Block{Type: "PRIVATE KEY", Bytes: der}); err != nil {
 		t.Fatal(err)
 	}
 	return f.Name()

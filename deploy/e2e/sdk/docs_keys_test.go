@@ -7,12 +7,9 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
-	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -108,48 +105,28 @@ func (f *docsFixture) keysFromScript(key string) reply {
 	if err != nil {
 		f.t.Fatalf("%s: %v", b.where, err)
 	}
-	priv, err := readPrivateKeyPEM(filepath.Join(dir, "key.pem"))
+	// key.pem as every documented client loads it: PKCS #8 (issue 27
+	// point 10), read by the SDK.
+	keyPEM, err := os.ReadFile(filepath.Join(dir, "key.pem"))
 	if err != nil {
-		f.t.Fatalf("%s: key.pem: %v", b.where, err)
+		f.t.Fatalf("%s: %v", b.where, err)
 	}
-	k := f.newKeyClient(jwks, priv)
+	if block, _ := pem.Decode(keyPEM); block == nil || block.Type != "PRIVATE KEY" {
+		f.t.Fatalf("%s: key.pem is not a PKCS #8 PEM key (BEGIN PRIVATE KEY), which WebCrypto needs", b.where)
+	}
+	priv, err := partnerclient.ParsePrivateKeyPEM(keyPEM)
+	if err != nil {
+		f.t.Fatalf("%s: the SDK cannot load key.pem: %v", b.where, err)
+	}
+	k := f.newKeyClient(jwks, priv.Key)
 	form := url.Values{"grant_type": {"client_credentials"}, "client_assertion_type": {partnerclient.ClientAssertionType},
 		"client_assertion": {k.assertion(f.t, issuer)}}
 	if r := f.request(http.MethodPost, tokenPath, formType, form.Encode()); r.Status != http.StatusOK {
 		f.t.Errorf("%s: a token with an assertion signed by key.pem: %d %s", b.where, r.Status, r.Body)
 	}
+	f.throughClients(b.where, filepath.Join(dir, "key.pem"), k)
 	f.keyed[key] = k
 	return reply{Status: http.StatusOK, Header: http.Header{}, Body: jwks}
-}
-
-// readPrivateKeyPEM reads what openssl writes: an "EC PRIVATE KEY" (SEC 1,
-// ecparam -genkey) or a "PRIVATE KEY" (PKCS #8, genpkey).
-func readPrivateKeyPEM(path string) (crypto.Signer, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	block, _ := pem.Decode(data)
-	if block == nil {
-		return nil, errors.New("no PEM block")
-	}
-	var key any
-	switch block.Type {
-	case "EC PRIVATE KEY":
-		key, err = x509.ParseECPrivateKey(block.Bytes)
-	case "PRIVATE KEY":
-		key, err = x509.ParsePKCS8PrivateKey(block.Bytes)
-	default:
-		return nil, fmt.Errorf("PEM block %q", block.Type)
-	}
-	if err != nil {
-		return nil, err
-	}
-	signer, ok := key.(crypto.Signer)
-	if !ok {
-		return nil, fmt.Errorf("%T is not a signer", key)
-	}
-	return signer, nil
 }
 
 // sdkAssertionPart decodes part i (0 header, 1 claims) of the assertion the

@@ -19,7 +19,8 @@
 --   8 the credential's failure tag               9 repeat limit
 --   10 'secret' or 'assertion'    11 '1' when the assertion's signature and
 --     claims verified against the keys of version 12   12 keys version
---   13 the jti mark's lifetime, ms (the assertion's exp, plus a margin)
+--   13 the jti mark's lifetime, ms (until the assertion's exp plus the
+--     skew it is accepted with, plus a margin; not positive: refused)
 --   14 the secret id of a token to check ('': none)  15 its exp (s)
 --
 -- Reply, always 9 integers: {code, generation, granted scope bits, token
@@ -86,7 +87,7 @@ end
 local sid = nil
 if st[1] == 'active' then
   if assertion then
-    if keyed and ARGV[11] == '1' and redis.call('SET', KEYS[7], '1', 'NX', 'PX', ARGV[13]) then
+    if keyed and ARGV[11] == '1' and tonumber(ARGV[13]) > 0 and redis.call('SET', KEYS[7], '1', 'NX', 'PX', ARGV[13]) then
       sid = st[8] or '1'
     end
   elseif not keyed then

@@ -12,11 +12,15 @@
 // or, from pkg/partnerclient, go run ./example with the same flags.
 //
 // The secret is read from the environment only (a flag would show in the
-// process list). With --private-jwk FILE the client authenticates with
-// private_key_jwt (RFC 7523) instead: FILE holds the private JWK whose
-// public key is registered for the client, with its "kid". Flags and their
-// environment variables: --base-url (PARTNER_API_BASE_URL), --client-id
-// (PARTNER_CLIENT_ID), --private-jwk (PARTNER_PRIVATE_JWK_FILE), --revoke.
+// process list). With --private-key FILE --key-id KID the client
+// authenticates with private_key_jwt (RFC 7523) instead: FILE holds the
+// private key as PEM (PKCS #8 as `openssl genpkey` writes it, SEC 1 or
+// PKCS #1; the authentication guide's recipe), KID the "kid" of its public
+// key registered for the client. --private-jwk FILE does the same with a
+// private JWK holding its "kid". Flags and their environment variables:
+// --base-url (PARTNER_API_BASE_URL), --client-id (PARTNER_CLIENT_ID),
+// --private-key (PARTNER_PRIVATE_KEY_FILE), --key-id (PARTNER_KEY_ID),
+// --private-jwk (PARTNER_PRIVATE_JWK_FILE), --revoke.
 package main
 
 import (
@@ -49,6 +53,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	baseURL := fs.String("base-url", getenv("PARTNER_API_BASE_URL"), "the API's base URL")
 	clientID := fs.String("client-id", getenv("PARTNER_CLIENT_ID"), "the client id (svc_...)")
 	jwkFile := fs.String("private-jwk", getenv("PARTNER_PRIVATE_JWK_FILE"), "a file holding the client's private JWK: private_key_jwt instead of PARTNER_CLIENT_SECRET")
+	keyFile := fs.String("private-key", getenv("PARTNER_PRIVATE_KEY_FILE"), "a file holding the client's private key as PEM (with --key-id): private_key_jwt instead of PARTNER_CLIENT_SECRET")
+	keyID := fs.String("key-id", getenv("PARTNER_KEY_ID"), "the kid of the public key registered for --private-key")
 	revoke := fs.Bool("revoke", false, "revoke the token at the end (RFC 7009)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
@@ -57,7 +63,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		BaseURL: *baseURL, ClientID: *clientID,
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
 	}
-	if *jwkFile != "" {
+	switch {
+	case *keyFile != "" && *jwkFile != "":
+		return errors.New("give --private-key or --private-jwk, not both")
+	case *keyFile != "":
+		data, err := os.ReadFile(*keyFile)
+		if err != nil {
+			return err
+		}
+		k, err := partnerclient.ParsePrivateKeyPEM(data)
+		if err != nil {
+			return err
+		}
+		cfg.PrivateKey, cfg.KeyID, cfg.Algorithm = k.Key, *keyID, k.Algorithm
+	case *jwkFile != "":
 		data, err := os.ReadFile(*jwkFile)
 		if err != nil {
 			return err
@@ -67,7 +86,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return err
 		}
 		cfg.PrivateKey, cfg.KeyID, cfg.Algorithm = jwk.Key, jwk.KeyID, jwk.Algorithm
-	} else {
+	default:
 		cfg.ClientSecret = getenv("PARTNER_CLIENT_SECRET")
 	}
 	c, err := partnerclient.New(cfg)

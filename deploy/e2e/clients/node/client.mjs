@@ -3,14 +3,19 @@
 //
 //   {"issuer": URL, "api": URL, "clients": [CLIENT...]}
 //   CLIENT: {"name": N, "client_id": ID, "auth": "private_key_jwt", "jwk_file": F, "wrong_jwk_file": F}
+//         | {"name": N, "client_id": ID, "auth": "private_key_jwt", "alg": A, "pem_file": F}
 //         | {"name": N, "client_id": ID, "auth": "client_secret_basic", "client_secret": S}
 //
 // and prints one JSON object a line for each step (the Go test asserts on
 // them): the discovered metadata, then for each client a token
 // (client_credentials), GET /api/v1/me/ with it, its revocation (RFC 7009),
 // GET /api/v1/me/ again (401), and for a key client a token request signed
-// with a key the server does not know (invalid_client). It exits 1 on the
-// first unexpected failure, after printing it.
+// with a key the server does not know (invalid_client). A key client's key
+// is a private JWK (its kid sent) or a PKCS#8 PEM file as the
+// authentication guide's openssl recipe makes it (no kid); oauth4webapi's
+// PrivateKeyJwt signs as it comes, and the header and lifetime of its
+// first assertion are printed (step "assertion"). It exits 1 on the first
+// unexpected failure, after printing it.
 import { readFile } from 'node:fs/promises'
 import * as oauth from 'oauth4webapi'
 
@@ -35,9 +40,26 @@ async function importJWK(file) {
   return { key, kid }
 }
 
+// importPEM imports a PKCS#8 PEM private key ("PRIVATE KEY", what
+// `openssl genpkey` writes) for alg; WebCrypto refuses SEC1 ("EC PRIVATE
+// KEY") and PKCS#1 ("RSA PRIVATE KEY").
+async function importPEM(file, alg) {
+  const pem = await readFile(file, 'utf8')
+  const b64 = pem.replace(/-----(BEGIN|END) PRIVATE KEY-----/g, '').replace(/\s+/g, '')
+  const algorithm = {
+    ES256: { name: 'ECDSA', namedCurve: 'P-256' },
+    ES384: { name: 'ECDSA', namedCurve: 'P-384' },
+    RS256: { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' },
+    EdDSA: { name: 'Ed25519' },
+  }[alg]
+  if (!algorithm) throw new Error(`unsupported alg ${alg}`)
+  const key = await crypto.subtle.importKey('pkcs8', Buffer.from(b64, 'base64'), algorithm, false, ['sign'])
+  return { key }
+}
+
 async function clientAuth(c, file) {
   switch (c.auth) {
-    case 'private_key_jwt': return oauth.PrivateKeyJwt(await importJWK(file ?? c.jwk_file))
+    case 'private_key_jwt': return oauth.PrivateKeyJwt(c.pem_file && !file ? await importPEM(c.pem_file, c.alg) : await importJWK(file ?? c.jwk_file))
     case 'client_secret_basic': return oauth.ClientSecretBasic(c.client_secret)
     case 'client_secret_post': return oauth.ClientSecretPost(c.client_secret)
     default: throw new Error(`unsupported auth ${c.auth}`)
@@ -66,8 +88,22 @@ async function me(api, token) {
   }
 }
 
+// sent is the client_assertion of the last token request.
+let sent = null
+const capture = {
+  ...insecure,
+  [oauth.customFetch]: (url, options) => {
+    sent = new URLSearchParams(options.body).get('client_assertion')
+    return fetch(url, options)
+  },
+}
+
+function decoded(part) {
+  return JSON.parse(Buffer.from(part, 'base64url').toString('utf8'))
+}
+
 async function token(as, client, auth) {
-  const resp = await oauth.clientCredentialsGrantRequest(as, client, auth, {}, insecure)
+  const resp = await oauth.clientCredentialsGrantRequest(as, client, auth, {}, capture)
   return oauth.processClientCredentialsResponse(as, client, resp)
 }
 
@@ -85,6 +121,11 @@ async function run(config) {
     const client = { client_id: c.client_id }
     const auth = await clientAuth(c)
     const tok = await token(as, client, auth)
+    if (c.auth === 'private_key_jwt') {
+      const [h, p] = sent.split('.')
+      const header = decoded(h), payload = decoded(p)
+      out({ client: c.name, step: 'assertion', alg: header.alg, kid: header.kid ?? null, lifetime: payload.exp - payload.iat })
+    }
     out({ client: c.name, step: 'token', token_type: tok.token_type, expires_in: tok.expires_in, scope: tok.scope, access_token: tok.access_token })
     out({ client: c.name, step: 'me', ...(await me(config.api, tok.access_token)) })
 

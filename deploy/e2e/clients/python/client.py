@@ -5,7 +5,7 @@ It is given a JSON file:
 
   {"issuer": URL, "api": URL, "clients": [CLIENT...]}
   CLIENT: {"name": N, "client_id": ID, "auth": "private_key_jwt", "alg": A,
-           "jwk_file": F, "wrong_jwk_file": F}
+           "jwk_file": F | "pem_file": F, "wrong_jwk_file": F}
         | {"name": N, "client_id": ID, "auth": "client_secret_post", "client_secret": S}
 
 and prints one JSON object a line for each step (the Go test asserts on
@@ -14,12 +14,17 @@ OAuth2Session.fetch_token), GET /api/v1/me/ with the session, the token's
 revocation (RFC 7009, OAuth2Session.revoke_token), GET /api/v1/me/ again
 (401), a new token, and for a key client a token request signed with a key
 the server does not know, and a revocation with Authlib's default audience
-for it (the revocation endpoint's URL). It exits 1 on the first unexpected
-failure, after printing it.
+for it (the revocation endpoint's URL). A key client's key is a private JWK
+(jwk_file; Authlib puts its "kid" in the header) or a PKCS#8 PEM file as the
+authentication guide's openssl recipe makes it (pem_file; Authlib signs
+without "kid"); Authlib's PrivateKeyJWT is used as it comes (exp = iat +
+3600), and the header and lifetime it signs are printed (step "assertion").
+It exits 1 on the first unexpected failure, after printing it.
 
 Run it with /usr/bin/python3: Authlib and requests come from Debian.
 """
 
+import base64
 import json
 import sys
 import time
@@ -31,24 +36,8 @@ from authlib.integrations.requests_client import OAuth2Session
 from authlib.oauth2.rfc7523 import PrivateKeyJWT, private_key_jwt_sign
 
 
-class FiveMinutePrivateKeyJWT(PrivateKeyJWT):
-    """Authlib's PrivateKeyJWT with each assertion's exp five minutes ahead.
-
-    Authlib signs exp = iat + 3600 by default; the token service, like the
-    SMART Backend Services profile, accepts at most five minutes. Authlib's
-    sign_jwt_bearer_assertion takes expires_in, which PrivateKeyJWT does not
-    pass on: this is the one override (the authentication guide shows it).
-    """
-
-    def sign(self, auth, token_endpoint):
-        return private_key_jwt_sign(
-            auth.client_secret,
-            client_id=auth.client_id,
-            token_endpoint=token_endpoint,
-            claims=self.claims,
-            alg=self.alg,
-            expires_in=300,
-        )
+def _b64(part):
+    return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
 
 
 def out(**obj):
@@ -69,12 +58,19 @@ def me(session, api, name, step):
         body=resp.json() if resp.content else None)
 
 
+def private_key(c, jwk_file=None):
+    """The client's private key as Authlib takes it: a JWK dict, or PEM text."""
+    if jwk_file or c.get("jwk_file"):
+        return load(jwk_file or c["jwk_file"])
+    with open(c["pem_file"], encoding="utf-8") as f:
+        return f.read()
+
+
 def session_for(c, meta, jwk_file=None):
     """An OAuth2Session authenticating as c, to the token and the revocation endpoint."""
     token_endpoint = meta["token_endpoint"]
     if c["auth"] == "private_key_jwt":
-        # The private JWK as a dict: Authlib puts its "kid" in the header.
-        key = load(jwk_file or c["jwk_file"])
+        key = private_key(c, jwk_file)
         s = OAuth2Session(c["client_id"], key,
                           token_endpoint_auth_method="private_key_jwt",
                           revocation_endpoint_auth_method="private_key_jwt",
@@ -82,7 +78,7 @@ def session_for(c, meta, jwk_file=None):
         # As Authlib's documentation registers it; aud = the token endpoint
         # URL, for token and revocation requests alike.
         kwargs = {"alg": c["alg"]} if c.get("alg") else {}
-        s.register_client_auth_method(FiveMinutePrivateKeyJWT(token_endpoint, **kwargs))
+        s.register_client_auth_method(PrivateKeyJWT(token_endpoint, **kwargs))
         return s
     return OAuth2Session(c["client_id"], c["client_secret"],
                          token_endpoint_auth_method=c["auth"],
@@ -106,6 +102,16 @@ def run(config):
         started = time.monotonic()
         name = c["name"]
         s = session_for(c, meta)
+        if c["auth"] == "private_key_jwt":
+            # What PrivateKeyJWT signs by default (it calls this function
+            # with the same arguments and no expires_in).
+            a = private_key_jwt_sign(private_key(c), client_id=c["client_id"],
+                                     token_endpoint=meta["token_endpoint"], alg=c.get("alg") or "RS256")
+            a = a.decode() if isinstance(a, bytes) else a
+            header = json.loads(_b64(a.split(".")[0]))
+            payload = json.loads(_b64(a.split(".")[1]))
+            out(client=name, step="assertion", alg=header.get("alg"), kid=header.get("kid"),
+                lifetime=payload["exp"] - payload["iat"])
         tok = s.fetch_token(meta["token_endpoint"], grant_type="client_credentials")
         out(client=name, step="token", token_type=tok["token_type"], expires_in=tok["expires_in"],
             scope=tok["scope"], access_token=tok["access_token"])
@@ -133,7 +139,7 @@ def run(config):
             d = OAuth2Session(c["client_id"], load(c["jwk_file"]),
                               token_endpoint_auth_method="private_key_jwt",
                               revocation_endpoint_auth_method="private_key_jwt")
-            d.register_client_auth_method(FiveMinutePrivateKeyJWT(**({"alg": c["alg"]} if c.get("alg") else {})))
+            d.register_client_auth_method(PrivateKeyJWT(**({"alg": c["alg"]} if c.get("alg") else {})))
             resp = d.revoke_token(meta["revocation_endpoint"], token=again["access_token"])
             out(client=name, step="revoke_aud_revocation_url", status=resp.status_code, body=resp.json())
         out(client=name, step="done", ms=round((time.monotonic() - started) * 1000))
