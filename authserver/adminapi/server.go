@@ -12,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/partnerapi/authplatform/authserver/operations"
-	"github.com/partnerapi/authplatform/pkg/accesstoken"
+	"github.com/partnerapi/authplatform/pkg/admission"
 	"github.com/partnerapi/authplatform/pkg/audit"
 	"github.com/partnerapi/authplatform/pkg/clientip"
 	"github.com/partnerapi/authplatform/pkg/clients"
@@ -39,18 +39,6 @@ type Config struct {
 	JWKSAllowHTTP bool
 }
 
-// tokenVerifier checks a token's signature and claims (the token
-// service's own keys, less the withdrawn ones).
-type tokenVerifier interface {
-	VerifyToken(token string) (*accesstoken.Claims, error)
-}
-
-// admitter checks a token's client state and counts the call against the
-// operator's limit (clients.Store.AdmitAPI).
-type admitter interface {
-	AdmitAPI(ctx context.Context, t clients.TokenRef, now func() time.Time) (clients.APIAdmission, error)
-}
-
 // keyInfo tells which keys the service signs with and publishes.
 type keyInfo interface {
 	SigningKeyID() string
@@ -59,22 +47,30 @@ type keyInfo interface {
 
 // Deps are what the admin API talks to.
 type Deps struct {
-	Ops    *operations.Service
-	Tokens tokenVerifier
-	Admit  admitter
-	Keys   keyInfo
+	Ops *operations.Service
+	// Tokens checks a token's signature and claims against the server's
+	// signing-key authority (an *accesstoken.CachingVerifier).
+	Tokens admission.Verifier
+	// Admit checks a token's client state and counts the call against the
+	// operator's limit (clients.Store.AdmitAPI).
+	Admit admission.Registry
+	// Keys is the signing-key authority (a *signingkeys.Authority): which
+	// keys the service signs with and publishes.
+	Keys keyInfo
 	// Redis holds idempotency records and the admin audit stream.
 	Redis redis.UniversalClient
 }
 
 // Server is the admin API's HTTP handler.
 type Server struct {
-	log     *slog.Logger
-	cfg     Config
-	deps    Deps
-	idem    *idempotency
-	audit   *auditLog
-	handler http.Handler
+	log  *slog.Logger
+	cfg  Config
+	deps Deps
+	idem *idempotency
+	// admission admits every call but the public ones (package admission).
+	admission *admission.Admission
+	audit     *auditLog
+	handler   http.Handler
 }
 
 // NewServer wires the admin API.
@@ -88,6 +84,10 @@ func NewServer(logger *slog.Logger, cfg Config, deps Deps) (*Server, error) {
 	s := &Server{log: logger, cfg: cfg, deps: deps,
 		idem:  &idempotency{rdb: deps.Redis, prefix: cfg.KeyPrefix, ttl: IdempotencyTTL, lockTTL: idempotencyLockTTL},
 		audit: &auditLog{rdb: deps.Redis, key: cfg.KeyPrefix + "{admin}:audit", now: cfg.Now}}
+	var err error
+	if s.admission, err = admission.New(admission.Config{Clients: admission.Operators, RateNow: cfg.RateNow}, deps.Tokens, deps.Admit); err != nil {
+		return nil, err
+	}
 	var routes []httpserver.Route
 	for _, rt := range s.routes() {
 		routes = append(routes, httpserver.Route{Pattern: rt.method + " " + rt.pattern, Handler: s.endpoint(rt)})

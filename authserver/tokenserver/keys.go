@@ -1,6 +1,7 @@
 package tokenserver
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -77,13 +78,13 @@ func (s *Server) handleJWKS(w http.ResponseWriter, r *http.Request) {
 	publicDocument(s.keys.Load().jwks)(w, r)
 }
 
-// VerifyToken checks a token's signature and claims against the keys the
+// VerifyContext checks a token's signature and claims against the keys the
 // service publishes (withdrawn ones excluded), as introspection does,
 // caching verified signatures; every token error is an
 // accesstoken.ErrInvalidToken. The admin API authenticates operators with
 // it.
-func (s *Server) VerifyToken(token string) (*accesstoken.Claims, error) {
-	return s.keys.Load().verifier.Verify(token)
+func (s *Server) VerifyContext(ctx context.Context, token string) (*accesstoken.Claims, error) {
+	return s.keys.Load().verifier.VerifyContext(ctx, token)
 }
 
 // SigningKeyID names the key tokens are signed with ("" while it is

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -9,6 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
+	"github.com/partnerapi/authplatform/pkg/admission"
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/httpserver"
 	"github.com/partnerapi/authplatform/pkg/ratelimit"
@@ -32,62 +32,54 @@ func callerOf(c *gin.Context) (*caller, bool) {
 	return cl, ok
 }
 
-// authenticate admits a request to the API (RFC 6750):
-//
-//  1. the bearer token is parsed from the Authorization header;
-//  2. its signature, issuer and audience are verified (cached per token)
-//     and its time checked against the clock (on every request);
-//  3. one Redis round trip (clients.Store.AdmitAPI) checks that the client
-//     is active at the token's credential generation, counts the request
-//     against the client's limit across every replica and reads what
-//     /me describes. A rotation or revocation therefore shows on the very
-//     next request, and nothing is served whose client state was not read:
-//     if Redis fails the answer is 503.
+// authenticate admits a request to the API through package admission: the
+// bearer token parsed from the Authorization header (none in the query),
+// verified (cached per token, time checked on every request), then one
+// Redis round trip (clients.Store.AdmitAPI) that checks the client is
+// active at the token's credential generation, counts the request against
+// the client's limit across every replica and reads what /me describes. A
+// rotation or revocation therefore shows on the very next request, and
+// nothing is served whose client state was not read: if Redis or the key
+// set fails the answer is 503.
 //
 // Every admitted or rate-limited answer carries RateLimit-Limit,
 // RateLimit-Remaining and RateLimit-Reset; every answer Cache-Control:
 // no-store.
 func (s *server) authenticate(c *gin.Context) {
 	c.Header("Cache-Control", "no-store")
-	req, err := parseBearer(c.Request)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	claims, err := s.tokens.VerifyContext(c.Request.Context(), req.Token)
-	if err != nil {
-		if errors.Is(err, accesstoken.ErrInvalidToken) {
-			s.fail(c, fmt.Errorf("%w: %w", errInvalidToken, err))
-		} else {
-			s.fail(c, fmt.Errorf("%w: %w", errUnavailable, err))
-		}
-		return
-	}
-	adm, err := s.deps.Registry.AdmitAPI(c.Request.Context(), clients.TokenRefOf(claims), s.cfg.RateNow)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	switch {
-	case adm.Outcome != clients.Dead && adm.Description.Audience == clients.AudienceOperator:
-		// Operator clients call the admin API; their tokens are never
-		// accepted by the partner API (README: Admin API).
-		s.fail(c, fmt.Errorf("%w: operator client %s on the partner API", errInvalidToken, claims.ClientID))
-		return
-	}
-	switch adm.Outcome {
-	case clients.Admitted:
-		setRateLimitHeaders(c, adm.Description.RateLimitPerMinute, adm.Decision)
-		httpserver.Annotate(c.Request.Context(), slog.String("client_id", claims.ClientID))
-		c.Set(callerKey{}, &caller{claims: claims, admission: adm})
+	out := s.admission.Admit(c.Request.Context(), c.Request)
+	switch out.Result {
+	case admission.Admitted:
+		setRateLimitHeaders(c, out.Admission.Description.RateLimitPerMinute, out.Admission.Decision)
+		httpserver.Annotate(c.Request.Context(), slog.String("client_id", out.Claims.ClientID))
+		c.Set(callerKey{}, &caller{claims: out.Claims, admission: out.Admission})
 		c.Next()
-	case clients.Limited:
-		setRateLimitHeaders(c, adm.Description.RateLimitPerMinute, adm.Decision)
-		s.fail(c, fmt.Errorf("%w: client %s", rateLimited(adm.Decision), claims.ClientID))
-	case clients.Dead:
-		s.fail(c, fmt.Errorf("%w: %w: client %s", errInvalidToken, errRevoked, claims.ClientID))
+	case admission.RateLimited:
+		setRateLimitHeaders(c, out.Admission.Description.RateLimitPerMinute, out.Admission.Decision)
+		s.fail(c, refusal(out))
 	default:
-		s.fail(c, fmt.Errorf("admit %s: unknown outcome %d", claims.ClientID, adm.Outcome))
+		s.fail(c, refusal(out))
+	}
+}
+
+// refusal is the problem that answers a refused admission, wrapping its
+// cause for the logs. Every token that is not good, for whatever reason,
+// gets the one invalid_token answer (RFC 6750 section 3.1); an operator
+// client's token is "not for this API" alike (README: Admin API).
+func refusal(out admission.Outcome) error {
+	switch out.Result {
+	case admission.MissingToken:
+		return fmt.Errorf("%w: %w", errNoToken, out.Err)
+	case admission.MalformedRequest:
+		return fmt.Errorf("%w: %w", errInvalidRequest, out.Err)
+	case admission.MalformedToken, admission.Invalid, admission.Expired, admission.WrongAudience:
+		return fmt.Errorf("%w: %w", errInvalidToken, out.Err)
+	case admission.Revoked:
+		return fmt.Errorf("%w: %w: %w", errInvalidToken, errRevoked, out.Err)
+	case admission.RateLimited:
+		return fmt.Errorf("%w: %w", rateLimited(out.Admission.Decision), out.Err)
+	default: // admission.Unavailable
+		return fmt.Errorf("%w: %w", errUnavailable, out.Err)
 	}
 }
 

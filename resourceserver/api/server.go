@@ -10,6 +10,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
+	"github.com/partnerapi/authplatform/pkg/admission"
 	"github.com/partnerapi/authplatform/pkg/clientip"
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/httpserver"
@@ -82,6 +83,8 @@ type server struct {
 	// handler is the engine behind the base layer: what NewServer returns.
 	handler http.Handler
 	tokens  *accesstoken.CachingVerifier
+	// admission admits /api/v1 requests (package admission).
+	admission *admission.Admission
 	// metrics is Deps.Metrics, or noMetrics.
 	metrics Metrics
 	docs    docSet
@@ -139,6 +142,12 @@ func newServer(logger *slog.Logger, cfg Config, deps Deps) (*server, error) {
 		tokens:  accesstoken.NewCachingVerifier(accesstoken.NewVerifier(deps.Keys, cfg.Issuer, cfg.Audience, cfg.Now), cfg.TokenCacheSize, deps.Metrics.TokenCache),
 		metrics: deps.Metrics,
 		docs:    newDocSet(deps.Docs),
+	}
+	var err error
+	s.admission, err = admission.New(admission.Config{Clients: admission.Partners, RefuseQueryToken: true, RateNow: cfg.RateNow},
+		s.tokens, deps.Registry)
+	if err != nil {
+		return nil, err
 	}
 	s.routes()
 	// No route reads a body: the base layer's default limit is the backstop.

@@ -1,0 +1,198 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/partnerapi/authplatform/pkg/accesstoken"
+	"github.com/partnerapi/authplatform/pkg/clients"
+)
+
+// Result is what an admission decided.
+type Result int
+
+// Results, in the order the steps can reach them.
+const (
+	// Admitted: a valid token of a client in good standing, of the API's
+	// audience kind, under its limit.
+	Admitted Result = iota
+	// MissingToken: no Authorization header, or another scheme than Bearer
+	// (RFC 6750 section 3.1: the challenge carries no error code).
+	MissingToken
+	// MalformedRequest: more than one Authorization header, or a token in
+	// the URI query where the API refuses one (RFC 6750 section 3.1,
+	// invalid_request).
+	MalformedRequest
+	// MalformedToken: a Bearer header whose token is empty, too long or not
+	// one b64token (RFC 6750 section 3.1, invalid_token).
+	MalformedToken
+	// Invalid: the token's format, header, signature, issuer, audience or
+	// claims are wrong, its key is unknown or withdrawn, or it is not valid
+	// yet (RFC 6750 section 3.1, invalid_token).
+	Invalid
+	// Expired: the token is past its "exp" (RFC 7519 section 4.1.4).
+	Expired
+	// Revoked: the token's client is unknown or revoked, its credentials
+	// were rotated, its secret retired or the token itself revoked.
+	Revoked
+	// WrongAudience: the token is genuine and its client in good standing,
+	// but the client is not of the kind the API serves.
+	WrongAudience
+	// RateLimited: the client's requests per minute are used up;
+	// Outcome.Admission.Decision says until when.
+	RateLimited
+	// Unavailable: the key set or the registry could not be read, so
+	// nothing is decided (fail closed: 503 with Retry-After).
+	Unavailable
+)
+
+var resultNames = [...]string{"admitted", "missing token", "malformed request", "malformed token", "invalid", "expired",
+	"revoked", "wrong audience kind", "rate limited", "unavailable"}
+
+func (r Result) String() string {
+	if r < 0 || int(r) >= len(resultNames) {
+		return fmt.Sprintf("Result(%d)", int(r))
+	}
+	return resultNames[r]
+}
+
+// Outcome is the decision on one request.
+type Outcome struct {
+	Result Result
+	// Claims are the verified token's claims, from Revoked on (nil
+	// before): shared with the verifier's cache, read-only.
+	Claims *accesstoken.Claims
+	// Admission is what the registry said of the token's client, from
+	// Revoked on (for Unavailable: the zero value).
+	Admission clients.APIAdmission
+	// Err is the cause of a refusal, for the logs only: never sent to a
+	// client. Nil when admitted.
+	Err error
+}
+
+// Verifier checks a token's signature and claims (an
+// *accesstoken.CachingVerifier over the server's signing-key authority).
+// Its errors are accesstoken.ErrInvalidToken for a bad token, anything else
+// for a key set that could not be read.
+type Verifier interface {
+	VerifyContext(ctx context.Context, token string) (*accesstoken.Claims, error)
+}
+
+// Registry decides one API request of a token's client in one Redis round
+// trip (clients.Store.AdmitAPI).
+type Registry interface {
+	AdmitAPI(ctx context.Context, t clients.TokenRef, now func() time.Time) (clients.APIAdmission, error)
+}
+
+// Clients is the kind of client an API serves.
+type Clients int
+
+const (
+	// Partners: every client but operator clients (the partner API).
+	Partners Clients = iota
+	// Operators: operator clients only (the admin API).
+	Operators
+)
+
+// Config says what an API admits.
+type Config struct {
+	// Clients is the kind of client admitted.
+	Clients Clients
+	// RefuseQueryToken makes an access_token parameter in the URI query
+	// (RFC 6750 section 2.3, which URIs in logs make unsafe) a
+	// MalformedRequest, whatever the header says.
+	RefuseQueryToken bool
+	// RateNow is the clock of the per-client limit (nil: the Redis
+	// server's, one clock for every replica).
+	RateNow func() time.Time
+}
+
+// Admission admits requests. It is immutable and safe for concurrent use.
+type Admission struct {
+	cfg      Config
+	tokens   Verifier
+	registry Registry
+}
+
+// New returns the admission of an API that verifies tokens with tokens and
+// reads client standing from registry.
+func New(cfg Config, tokens Verifier, registry Registry) (*Admission, error) {
+	if tokens == nil || registry == nil {
+		return nil, errors.New("admission: a verifier and a registry are required")
+	}
+	return &Admission{cfg: cfg, tokens: tokens, registry: registry}, nil
+}
+
+// Credentials are what a request says about its access token, parsed once.
+type Credentials struct {
+	// Token is the access token of the Authorization header.
+	Token string
+}
+
+// Admit decides r. It never writes to r; ctx bounds the verifier's key
+// fetch and the registry's round trip.
+func (a *Admission) Admit(ctx context.Context, r *http.Request) Outcome {
+	cred, res, err := a.parse(r)
+	if err != nil {
+		return Outcome{Result: res, Err: err}
+	}
+	claims, err := a.tokens.VerifyContext(ctx, cred.Token)
+	switch {
+	case errors.Is(err, accesstoken.ErrExpired):
+		return Outcome{Result: Expired, Err: err}
+	case errors.Is(err, accesstoken.ErrInvalidToken):
+		return Outcome{Result: Invalid, Err: err}
+	case err != nil:
+		return Outcome{Result: Unavailable, Err: fmt.Errorf("verify token: %w", err)}
+	}
+	adm, err := a.registry.AdmitAPI(ctx, clients.TokenRefOf(claims), a.cfg.RateNow)
+	if err != nil {
+		return Outcome{Result: Unavailable, Claims: claims, Err: err}
+	}
+	out := Outcome{Claims: claims, Admission: adm}
+	switch {
+	case adm.Outcome == clients.Dead:
+		out.Result, out.Err = Revoked, fmt.Errorf("client %s revoked or credentials rotated", claims.ClientID)
+	case (adm.Description.Audience == clients.AudienceOperator) != (a.cfg.Clients == Operators):
+		out.Result, out.Err = WrongAudience, fmt.Errorf("client %s of audience %q", claims.ClientID, adm.Description.Audience)
+	case adm.Outcome == clients.Limited:
+		out.Result, out.Err = RateLimited, fmt.Errorf("client %s over its limit", claims.ClientID)
+	case adm.Outcome == clients.Admitted:
+		out.Result = Admitted
+	default:
+		out.Result, out.Err = Unavailable, fmt.Errorf("admit %s: unknown outcome %d", claims.ClientID, adm.Outcome)
+	}
+	return out
+}
+
+// parse reads the request's credentials (RFC 6750 section 2.1):
+//
+//	credentials = "Bearer" 1*SP b64token
+//	b64token    = 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="
+//
+// No header, or another scheme, is MissingToken; a Bearer header whose token
+// is missing, longer than accesstoken.MaxTokenLength or not one b64token is
+// MalformedToken; two Authorization headers, or (Config.RefuseQueryToken)
+// an access_token query parameter, are MalformedRequest.
+func (a *Admission) parse(r *http.Request) (Credentials, Result, error) {
+	if a.cfg.RefuseQueryToken && r.URL != nil && strings.Contains(r.URL.RawQuery, "access_token") {
+		if q, err := url.ParseQuery(r.URL.RawQuery); err != nil || q.Has("access_token") {
+			return Credentials{}, MalformedRequest, errors.New("access_token in the query")
+		}
+	}
+	token, err := accesstoken.BearerToken(r.Header["Authorization"])
+	switch {
+	case errors.Is(err, accesstoken.ErrNoBearer):
+		return Credentials{}, MissingToken, err
+	case errors.Is(err, accesstoken.ErrMalformedRequest):
+		return Credentials{}, MalformedRequest, err
+	case err != nil:
+		return Credentials{}, MalformedToken, err
+	}
+	return Credentials{Token: token}, Admitted, nil
+}
