@@ -23,6 +23,7 @@ import (
 	"github.com/partnerapi/authplatform/pkg/metrics"
 	"github.com/partnerapi/authplatform/pkg/redisconn"
 	"github.com/partnerapi/authplatform/pkg/serveconfig"
+	"github.com/partnerapi/authplatform/pkg/signingkeys"
 )
 
 // defaults of the shared serve flags (serveconfig). /metrics and the admin
@@ -120,19 +121,28 @@ func serve(ctx context.Context, cfg serveConfig, env cli.Env) error {
 			return err
 		}
 	}
+	// The one signing-key authority, kept current by the withdrawal
+	// watcher, and the one verifier over it (introspection, revocation and
+	// the admin API).
+	authority, err := signingkeys.New(keys, cfg.Issuer, cfg.Audience)
+	if err != nil {
+		return err
+	}
+	defer watchWithdrawals(ctx, rdb, cfg.KeyPrefix, cfg.KeysFile, keys, authority, logger).Close()
+	verifier := accesstoken.NewCachingVerifier(accesstoken.NewVerifier(authority, cfg.Issuer, cfg.Audience, nil), 0, m.TokenCache)
 	h, err := tokenserver.NewServer(logger, tokenserver.Config{Issuer: cfg.Issuer, Audience: cfg.Audience, Trust: trust,
 		AcceptLegacySecrets: cfg.AcceptLegacySecrets, JWKS: cfg.JWKS, MaxAssertionLifetime: cfg.MaxAssertionLifetime},
 		tokenserver.Deps{
 			Registry: registry,
-			Keys:     keys,
+			Keys:     authority,
+			Tokens:   verifier,
 			Ready:    func(ctx context.Context) error { return redisconn.Ready(ctx, rdb, time.Second) },
 			Metrics:  m,
 		})
 	if err != nil {
 		return err
 	}
-	defer watchWithdrawals(ctx, rdb, cfg.KeyPrefix, cfg.KeysFile, keys, h, logger).Close()
-	admin, err := newAdmin(logger, cfg, rdb, h, trust)
+	admin, err := newAdmin(logger, cfg, rdb, authority, verifier, trust)
 	if err != nil {
 		return err
 	}
@@ -162,7 +172,7 @@ func serve(ctx context.Context, cfg serveConfig, env cli.Env) error {
 
 // newAdmin wires the admin API (nil when --admin-addr is off). Its changes
 // wait for the replicas REDIS_URL asks for, like the command line's.
-func newAdmin(logger *slog.Logger, cfg serveConfig, rdb redis.UniversalClient, h *tokenserver.Server, trust clientip.Trust) (http.Handler, error) {
+func newAdmin(logger *slog.Logger, cfg serveConfig, rdb redis.UniversalClient, keys *signingkeys.Authority, tokens *accesstoken.CachingVerifier, trust clientip.Trust) (http.Handler, error) {
 	if cfg.AdminAddr == httpserver.Off {
 		return nil, nil
 	}
@@ -176,5 +186,5 @@ func newAdmin(logger *slog.Logger, cfg serveConfig, rdb redis.UniversalClient, h
 	withdrawals := keywithdrawal.NewStore(rdb, prefix)
 	withdrawals.ConfirmWrites(confirm)
 	return adminapi.NewServer(logger.With("listener", "admin"), adminapi.Config{Trust: trust, KeyPrefix: prefix, JWKSAllowHTTP: cfg.JWKS.AllowHTTP},
-		adminapi.Deps{Ops: &operations.Service{Registry: store, Withdrawals: withdrawals, JWKS: cfg.JWKS}, Tokens: h, Admit: store, Keys: h, Redis: rdb})
+		adminapi.Deps{Ops: &operations.Service{Registry: store, Withdrawals: withdrawals, JWKS: cfg.JWKS}, Tokens: tokens, Admit: store, Keys: keys, Redis: rdb})
 }

@@ -6,18 +6,18 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/partnerapi/authplatform/authserver/tokenserver"
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
 	"github.com/partnerapi/authplatform/pkg/keywithdrawal"
+	"github.com/partnerapi/authplatform/pkg/signingkeys"
 )
 
-// watchWithdrawals keeps the token service's keys in step with the
-// withdrawn signing keys in Redis (`authserver keys withdraw`): on every
-// change it reads the key file again (the operator rewrote it, perhaps with
-// a new signing key) and hands the service the file's keys less the
-// withdrawn ones. Until the first withdrawal the keys loaded at start are
-// used as they are.
-func watchWithdrawals(ctx context.Context, rdb redis.UniversalClient, prefix, file string, loaded *accesstoken.KeySet, h *tokenserver.Server, logger *slog.Logger) *keywithdrawal.Watcher {
+// watchWithdrawals keeps the signing-key authority in step with the
+// withdrawn signing keys in Redis (`authserver keys withdraw`, or the admin
+// API): on every change it reads the key file again (the operator rewrote
+// it, perhaps with a new signing key) and makes the file's keys less the
+// withdrawn ones the keys in force. Until the first withdrawal the keys
+// loaded at start are used as they are.
+func watchWithdrawals(ctx context.Context, rdb redis.UniversalClient, prefix, file string, loaded *accesstoken.KeySet, keys *signingkeys.Authority, logger *slog.Logger) *keywithdrawal.Watcher {
 	return keywithdrawal.NewStore(rdb, prefix).Watch(ctx, keywithdrawal.WatchOptions{
 		Logger: logger,
 		OnChange: func(st keywithdrawal.State) {
@@ -30,7 +30,7 @@ func watchWithdrawals(ctx context.Context, rdb redis.UniversalClient, prefix, fi
 					ks = fresh
 				}
 			}
-			if err := h.UseKeys(ks, st.Withdrawn); err != nil {
+			if err := keys.Use(ks, st.Kids); err != nil {
 				logger.Error("use signing keys", "err", err)
 				return
 			}

@@ -70,7 +70,8 @@ func serve(ctx context.Context, cfg *config, env cli.Env) error {
 	}()
 
 	// Withdrawn signing keys (authserver keys withdraw): refused from the
-	// moment the notice arrives, and the JWKS fetched again.
+	// moment the notice arrives, and the JWKS fetched again. The JWKS and
+	// the withdrawn kids are the server's key authority (keyAuthority).
 	withdrawals := watchWithdrawals(keysCtx, rdb, cfg.KeyPrefix, keys, logger)
 	defer withdrawals.Close()
 
@@ -90,7 +91,7 @@ func serve(ctx context.Context, cfg *config, env cli.Env) error {
 		Trust:    cfg.Trust(),
 	}, api.Deps{
 		Registry: registry,
-		Keys:     withdrawals.Filter(keys),
+		Keys:     keyAuthority{jwks: keys, withdrawals: withdrawals},
 		Docs:     docs,
 		Ready:    func(ctx context.Context) error { return redisconn.Ready(ctx, rdb, time.Second) },
 		Metrics:  m,

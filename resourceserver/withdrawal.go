@@ -5,7 +5,10 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/lestrrat-go/jwx/v3/jwk"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/partnerapi/authplatform/pkg/accesstoken"
 
 	"github.com/partnerapi/authplatform/pkg/keywithdrawal"
 	"github.com/partnerapi/authplatform/resourceserver/jwks"
@@ -17,11 +20,36 @@ import (
 // be missing until the on-demand refresh.
 const refetchAgainAfter = 3 * time.Second
 
+// keyAuthority is the resource server's one signing-key authority: the token
+// service's JWKS as package jwks fetches and caches it, and the withdrawn
+// kids a keywithdrawal.Watcher keeps current. The verifier reads both
+// (accesstoken.KeySource), so a withdrawn key's tokens, cached
+// verifications included, are refused from the notice on, whatever the
+// fetched JWKS still says, and never make the JWKS be fetched.
+type keyAuthority struct {
+	jwks        *jwks.Source
+	withdrawals *keywithdrawal.Watcher
+}
+
+var (
+	_ accesstoken.KeySource  = keyAuthority{}
+	_ accesstoken.KeyFetcher = keyAuthority{}
+)
+
+// KeySet returns the last fetched JWKS.
+func (a keyAuthority) KeySet() (jwk.Set, error) { return a.jwks.KeySet() }
+
+// Withdrawn reports whether kid is withdrawn.
+func (a keyAuthority) Withdrawn(kid string) bool { return a.withdrawals.Withdrawn(kid) }
+
+// FetchUnknownKey fetches the JWKS for a kid it does not hold (see
+// jwks.Source.FetchUnknownKey).
+func (a keyAuthority) FetchUnknownKey(ctx context.Context, kid string) error {
+	return a.jwks.FetchUnknownKey(ctx, kid)
+}
+
 // watchWithdrawals watches the withdrawn signing keys; on every change after
 // start it fetches the JWKS again at once (and once more a little later).
-// The returned watcher's Filter hides withdrawn keys from verification, so
-// their tokens, cached verifications included, are refused from the notice
-// on whatever the fetched JWKS still says.
 func watchWithdrawals(ctx context.Context, rdb redis.UniversalClient, prefix string, keys *jwks.Source, logger *slog.Logger) *keywithdrawal.Watcher {
 	started := false
 	return keywithdrawal.NewStore(rdb, prefix).Watch(ctx, keywithdrawal.WatchOptions{

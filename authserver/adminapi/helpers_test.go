@@ -28,6 +28,7 @@ import (
 	"github.com/partnerapi/authplatform/pkg/keywithdrawal"
 	"github.com/partnerapi/authplatform/pkg/redisconn"
 	"github.com/partnerapi/authplatform/pkg/redistest"
+	"github.com/partnerapi/authplatform/pkg/signingkeys"
 )
 
 // testIssuer is the token service's issuer identifier: the audience of
@@ -81,8 +82,15 @@ func newStack(t *testing.T, opt options) *stack {
 		t.Fatal(err)
 	}
 	store := clients.NewStore(rdb, prefix, nil)
+	// One signing-key authority and one verifier over it, shared by both
+	// servers, as the command wires them.
+	authority, err := signingkeys.New(keys, testIssuer, "partner-api")
+	if err != nil {
+		t.Fatal(err)
+	}
+	verifier := accesstoken.NewCachingVerifier(accesstoken.NewVerifier(authority, testIssuer, "partner-api", nil), 0, nil)
 	tok, err := tokenserver.NewServer(slog.New(slog.DiscardHandler), tokenserver.Config{Issuer: testIssuer, Audience: "partner-api"},
-		tokenserver.Deps{Registry: store, Keys: keys, Ready: func(context.Context) error { return nil }})
+		tokenserver.Deps{Registry: store, Keys: authority, Tokens: verifier, Ready: func(context.Context) error { return nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +100,7 @@ func newStack(t *testing.T, opt options) *stack {
 	withdrawals.ConfirmWrites(opt.confirm)
 	adm, err := adminapi.NewServer(slog.New(slog.DiscardHandler), adminapi.Config{KeyPrefix: prefix, JWKSAllowHTTP: opt.jwksAllowHTTP},
 		adminapi.Deps{Ops: &operations.Service{Registry: adminStore, Withdrawals: withdrawals,
-			JWKS: jwksuri.Policy{AllowHTTP: opt.jwksAllowHTTP, AllowPrivate: opt.jwksAllowPrivate, Resolver: partnerHosts{}}}, Tokens: tok, Admit: store, Keys: tok, Redis: rdb})
+			JWKS: jwksuri.Policy{AllowHTTP: opt.jwksAllowHTTP, AllowPrivate: opt.jwksAllowPrivate, Resolver: partnerHosts{}}}, Tokens: verifier, Admit: store, Keys: authority, Redis: rdb})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,9 +20,10 @@
 // {"active":false}, exactly as an invalid one (RFC 7662 section 2.2 allows
 // this), so introspection cannot be used to probe other clients' tokens.
 //
-// The keys it signs with, publishes and verifies with change only through
-// UseKeys, which the command calls when a key is withdrawn
-// (pkg/keywithdrawal): the withdrawn key is no longer published, its tokens
-// are inactive at introspection, and while the signing key itself is
-// withdrawn the token endpoint answers 503 and /readyz fails.
+// The keys it signs with, publishes and verifies with are the command's
+// signing-key authority (pkg/signingkeys), which the command updates when a
+// key is withdrawn (pkg/keywithdrawal): the withdrawn key is no longer
+// published, its tokens are inactive at introspection, and while the
+// signing key itself is withdrawn the token endpoint answers 503 and
+// /readyz fails.
 package tokenserver

@@ -63,6 +63,7 @@ func FuzzTokenRequest(f *testing.F) {
 		f.Fatal(err)
 	}
 	keys := newKeySet(f)
+	authority := newAuthority(f, keys)
 	logs := &bytes.Buffer{}
 	logger, err := logging.New(logs, "debug")
 	if err != nil {
@@ -75,7 +76,7 @@ func FuzzTokenRequest(f *testing.F) {
 		Issuer: testIssuer, Audience: testAudience, Now: func() time.Time { return epoch },
 		RateNow: rate.Now,
 	}, Deps{
-		Registry: store, Keys: keys,
+		Registry: store, Keys: authority, Tokens: accesstoken.NewCachingVerifier(accesstoken.NewVerifier(authority, testIssuer, testAudience, func() time.Time { return epoch }), 0, nil),
 		Ready: func(ctx context.Context) error { return redisconn.Ping(ctx, rdb, time.Second) },
 	})
 	if err != nil {

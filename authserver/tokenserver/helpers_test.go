@@ -24,6 +24,7 @@ import (
 	"github.com/partnerapi/authplatform/pkg/metrics"
 	"github.com/partnerapi/authplatform/pkg/redisconn"
 	"github.com/partnerapi/authplatform/pkg/redistest"
+	"github.com/partnerapi/authplatform/pkg/signingkeys"
 	"github.com/partnerapi/authplatform/pkg/testclock"
 )
 
@@ -63,6 +64,8 @@ type env struct {
 	metrics  *metrics.TokenService // every instance's, as one replica's
 	url      string                // base URL of the first instance
 	srv      *Server
+	// authority is the first instance's signing-key authority.
+	authority *signingkeys.Authority
 }
 
 type envOption func(*env)
@@ -118,13 +121,30 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	if _, err := e.store.CreateOrg(context.Background(), clients.OrgSpec{Slug: "acme", Name: "Acme", Environment: clients.EnvironmentLive}); err != nil {
 		t.Fatal(err)
 	}
-	e.url, e.srv = e.start(e.keys)
+	e.authority = newAuthority(t, e.keys)
+	e.url, e.srv = e.startWith(e.authority)
 	return e
+}
+
+// newAuthority is a signing-key authority over ks, as the command builds it.
+func newAuthority(t testing.TB, ks *accesstoken.KeySet) *signingkeys.Authority {
+	t.Helper()
+	a, err := signingkeys.New(ks, testIssuer, testAudience)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }
 
 // start serves one more instance of the token service, on the env's Redis,
 // key prefix, clocks and metrics, signing with keys.
 func (e *env) start(keys *accesstoken.KeySet) (string, *Server) {
+	e.t.Helper()
+	return e.startWith(newAuthority(e.t, keys))
+}
+
+// startWith is start with the instance's signing-key authority.
+func (e *env) startWith(keys *signingkeys.Authority) (string, *Server) {
 	e.t.Helper()
 	logger, err := logging.New(e.logs, "debug")
 	if err != nil {
@@ -142,6 +162,7 @@ func (e *env) start(keys *accesstoken.KeySet) (string, *Server) {
 	}, Deps{
 		Registry: e.store,
 		Keys:     keys,
+		Tokens:   accesstoken.NewCachingVerifier(accesstoken.NewVerifier(keys, testIssuer, testAudience, e.now.Now), 0, nil),
 		Ready:    func(ctx context.Context) error { return redisconn.Ping(ctx, rdb, time.Second) },
 		Metrics:  e.metrics,
 	})

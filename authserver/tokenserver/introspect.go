@@ -36,7 +36,7 @@ func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 	// The token is verified first (no I/O), so that the round trip that
 	// authenticates the caller also reads whether its token still stands:
 	// the secret it came from still held, not revoked (RFC 7009).
-	claims, verr := s.keys.Load().verifier.Verify(req.Params.Get("token"))
+	claims, verr := s.tokens.VerifyContext(ctx, req.Params.Get("token"))
 	var check *clients.TokenRef
 	if verr == nil && claims.ClientID == req.Client.ID {
 		check = new(clients.TokenRefOf(claims))

@@ -12,8 +12,6 @@ type recorder interface {
 	// Refused counts a refused request of endpoint ("token",
 	// "introspect" or "revoke") by its OAuth error code.
 	Refused(endpoint, reason string)
-	// TokenCache counts a lookup of introspection's verified-token cache.
-	TokenCache(hit bool)
 	// CredentialChecked counts a client authentication whose credential
 	// was compared against the registry (clients.Authentication.Checked),
 	// by method: "client_secret" or "private_key_jwt".
@@ -30,7 +28,6 @@ type noMetrics struct{}
 func (noMetrics) TokenIssued()             {}
 func (noMetrics) TokenRevoked()            {}
 func (noMetrics) Refused(_, _ string)      {}
-func (noMetrics) TokenCache(bool)          {}
 func (noMetrics) CredentialChecked(string) {}
 func (noMetrics) JWKSURIFetched(string)    {}
 

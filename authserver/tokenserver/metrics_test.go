@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/partnerapi/authplatform/pkg/accesstoken"
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/logging"
 	"github.com/partnerapi/authplatform/pkg/metrics"
@@ -28,8 +29,9 @@ func TestMetrics(t *testing.T) {
 		Issuer: testIssuer, Audience: testAudience, FailuresPerMinute: 2,
 		Now: e.now.Now, RateNow: e.rate.Now,
 	}, Deps{
-		Registry: e.store, Keys: e.keys, Metrics: m,
-		Ready: func(ctx context.Context) error { return redisconn.Ping(ctx, e.rdb, time.Second) },
+		Registry: e.store, Keys: e.authority, Metrics: m,
+		Tokens: accesstoken.NewCachingVerifier(accesstoken.NewVerifier(e.authority, testIssuer, testAudience, e.now.Now), 0, nil),
+		Ready:  func(ctx context.Context) error { return redisconn.Ping(ctx, e.rdb, time.Second) },
 	})
 	if err != nil {
 		t.Fatal(err)

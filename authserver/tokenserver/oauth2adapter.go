@@ -15,7 +15,6 @@ import (
 	"context"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-oauth2/oauth2/v4"
@@ -126,7 +125,7 @@ func (selfContained) GetByRefresh(context.Context, string) (oauth2.TokenInfo, er
 // generator signs the access token of the authenticated client with the
 // scope the Manager was given and the client's credential generation.
 type generator struct {
-	keys *atomic.Pointer[keyState] // the server's; see UseKeys
+	keys signingKeys // the server's
 	now  func() time.Time
 }
 
@@ -137,7 +136,7 @@ func (g *generator) Token(_ context.Context, data *oauth2.GenerateBasic, _ bool)
 	if !ok {
 		return "", "", errServer
 	}
-	issuer := g.keys.Load().issuer
+	issuer := g.keys.Issuer()
 	if issuer == nil { // the signing key is withdrawn
 		return "", "", errNoSigningKey
 	}

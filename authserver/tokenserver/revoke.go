@@ -42,7 +42,7 @@ func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
 		s.refuse(ctx, w, r, req.Client, invalidRequest("token is required"), counted)
 		return
 	}
-	claims, err := s.keys.Load().verifier.Verify(req.Params.Get("token"))
+	claims, err := s.tokens.VerifyContext(ctx, req.Params.Get("token"))
 	switch {
 	case errors.Is(err, accesstoken.ErrInvalidToken):
 		writeEmpty(w, http.StatusOK)

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
@@ -86,10 +85,16 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Deps are what the handler talks to.
+// Deps are what the handler talks to. Every field but Metrics is required.
 type Deps struct {
 	Registry registry
-	Keys     *accesstoken.KeySet
+	// Keys is the signing-key authority (a *signingkeys.Authority): what
+	// the service signs with and publishes.
+	Keys signingKeys
+	// Tokens verifies tokens for introspection and revocation against the
+	// same authority (an *accesstoken.CachingVerifier, shared with the
+	// admin API).
+	Tokens tokenVerifier
 	// Ready reports whether Redis answers (for /readyz).
 	Ready func(ctx context.Context) error
 	// Metrics counts issued tokens, refusals and cache lookups (optional).
@@ -102,7 +107,8 @@ type Server struct {
 	cfg     Config
 	reg     registry
 	gen     *generator
-	keys    atomic.Pointer[keyState]
+	keys    signingKeys
+	tokens  tokenVerifier
 	ceiling *addressCeiling
 	ready   func(ctx context.Context) error
 	metrics recorder
@@ -121,8 +127,8 @@ func NewServer(logger *slog.Logger, cfg Config, deps Deps) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if deps.Registry == nil || deps.Keys == nil || deps.Ready == nil {
-		return nil, errors.New("tokenserver: registry, keys and readiness check are required")
+	if deps.Registry == nil || deps.Keys == nil || deps.Tokens == nil || deps.Ready == nil {
+		return nil, errors.New("tokenserver: registry, keys, token verifier and readiness check are required")
 	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -149,7 +155,7 @@ func NewServer(logger *slog.Logger, cfg Config, deps Deps) (*Server, error) {
 	if deps.Metrics == nil {
 		deps.Metrics = noMetrics{}
 	}
-	s := &Server{log: logger, cfg: cfg, reg: deps.Registry, metrics: deps.Metrics}
+	s := &Server{log: logger, cfg: cfg, reg: deps.Registry, keys: deps.Keys, tokens: deps.Tokens, metrics: deps.Metrics}
 	if s.ceiling, err = newAddressCeiling(cfg.AddressFailuresPerMinute, s.rateClock); err != nil {
 		return nil, err
 	}
@@ -160,10 +166,7 @@ func NewServer(logger *slog.Logger, cfg Config, deps Deps) (*Server, error) {
 	// RFC 7523 section 3: the issuer identifier (draft rfc7523bis) or the
 	// token endpoint's URL.
 	s.audiences = []string{cfg.Issuer, strings.TrimSuffix(cfg.Issuer, "/") + PathToken}
-	if err := s.UseKeys(deps.Keys, nil); err != nil {
-		return nil, err
-	}
-	s.gen = &generator{keys: &s.keys, now: cfg.Now}
+	s.gen = &generator{keys: deps.Keys, now: cfg.Now}
 	s.mux = httpserver.Base{Logger: logger, Trust: cfg.Trust, MaxBodyBytes: MaxBodyBytes}.Wrap(httpserver.NewRouter(s.routes(), s.misrouted))
 	return s, nil
 }
@@ -176,7 +179,7 @@ func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
-	if s.keys.Load().issuer == nil {
+	if s.keys.Issuer() == nil {
 		httpserver.WriteDetail(w, http.StatusServiceUnavailable, http.Header{"Retry-After": {"5"}, "Cache-Control": {"no-store"}}, "signing key withdrawn")
 		return
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/partnerapi/authplatform/pkg/clients"
 )
 
-// TestKeyWithdrawal: UseKeys with a withdrawn key stops publishing it and
+// TestKeyWithdrawal: the authority's Use with a withdrawn key stops publishing it and
 // makes its tokens inactive at once, including tokens whose verification
 // was cached; the new signing key signs. With the signing key itself
 // withdrawn, the token endpoint answers 503 temporarily_unavailable and
@@ -31,7 +31,7 @@ func TestKeyWithdrawal(t *testing.T) {
 	}
 	newKid := rotated.SigningKeyID()
 	withdrawn := map[string]bool{oldKid: true}
-	if err := e.srv.UseKeys(rotated, func(kid string) bool { return withdrawn[kid] }); err != nil {
+	if err := e.authority.Use(rotated, withdrawn); err != nil {
 		t.Fatal(err)
 	}
 	wantJSON(t, introspect(t, e.url, id, secret, oldTok), bodyInactive)
@@ -47,7 +47,7 @@ func TestKeyWithdrawal(t *testing.T) {
 
 	// The signing key withdrawn too, and no other in the set.
 	withdrawn[newKid] = true
-	if err := e.srv.UseKeys(rotated, func(kid string) bool { return withdrawn[kid] }); err != nil {
+	if err := e.authority.Use(rotated, withdrawn); err != nil {
 		t.Fatal(err)
 	}
 	r := post(t, e.url+PathToken, formType, grant(), basic(id, secret))

@@ -28,6 +28,7 @@ import (
 	"github.com/partnerapi/authplatform/pkg/keywithdrawal"
 	"github.com/partnerapi/authplatform/pkg/logging"
 	"github.com/partnerapi/authplatform/pkg/redisconn"
+	"github.com/partnerapi/authplatform/pkg/signingkeys"
 	"github.com/partnerapi/authplatform/resourceserver/api"
 	"github.com/partnerapi/authplatform/resourceserver/apidocs"
 )
@@ -133,8 +134,15 @@ func serveStack(ctx context.Context, g *httpserver.Group, logger *slog.Logger, r
 	base, prefix := wl.base, wl.prefix
 	store := clients.NewStore(rdb, prefix, nil)
 	ready := func(ctx context.Context) error { return redisconn.Ready(ctx, rdb, time.Second) }
+	// One signing-key authority and one verifier over it for all three
+	// servers of the process.
+	authority, err := signingkeys.New(keys, base, "partner-api")
+	if err != nil {
+		return err
+	}
+	verifier := accesstoken.NewCachingVerifier(accesstoken.NewVerifier(authority, base, "partner-api", nil), 0, nil)
 	auth, err := tokenserver.NewServer(logger, tokenserver.Config{Issuer: base, Audience: "partner-api"},
-		tokenserver.Deps{Registry: store, Keys: keys, Ready: ready})
+		tokenserver.Deps{Registry: store, Keys: authority, Tokens: verifier, Ready: ready})
 	if err != nil {
 		return err
 	}
@@ -143,7 +151,7 @@ func serveStack(ctx context.Context, g *httpserver.Group, logger *slog.Logger, r
 		return err
 	}
 	res, err := api.NewServer(logger, api.Config{Issuer: base, Audience: "partner-api"},
-		api.Deps{Registry: store, Keys: accesstoken.StaticKeys{Set: keys.Public()}, Docs: docs, Ready: ready})
+		api.Deps{Registry: store, Keys: authority, Docs: docs, Ready: ready})
 	if err != nil {
 		return err
 	}
@@ -154,7 +162,7 @@ func serveStack(ctx context.Context, g *httpserver.Group, logger *slog.Logger, r
 	if adminBound != nil {
 		admin, err := adminapi.NewServer(logger, adminapi.Config{KeyPrefix: prefix}, adminapi.Deps{
 			Ops:    &operations.Service{Registry: store, Withdrawals: keywithdrawal.NewStore(rdb, prefix)},
-			Tokens: auth, Admit: store, Keys: auth, Redis: rdb})
+			Tokens: verifier, Admit: store, Keys: authority, Redis: rdb})
 		if err != nil {
 			return err
 		}

@@ -17,9 +17,10 @@ const DefaultCacheSize = 10_000
 // signature check, not one per request. Only tokens whose signature, issuer
 // and audience checked out are kept, in a bounded LRU cache; time is checked
 // on every use with the verifier's clock, so an expired token is refused at
-// its "exp" and then dropped. A kept token whose key is no longer in the key
-// source is verified again (and so refused), so a key withdrawn from the
-// JWKS stops its tokens at the next key refresh. Whether the client behind a
+// its "exp" and then dropped. A kept token whose key is withdrawn or no
+// longer in the key source is verified again (and so refused): a withdrawn
+// key's tokens stop the moment the key source says so, a key dropped from
+// the JWKS at the next key refresh. Whether the client behind a
 // token is in good standing is not its business: that is read from Redis on
 // every request.
 //
@@ -44,8 +45,7 @@ type cachedToken struct {
 // source). FetchUnknownKey returns once a fetch that started after the call
 // has ended, nil if it succeeded; the source bounds the wait and limits
 // the rate of its fetches, so tokens with made-up key ids cannot make it
-// fetch per request. A source may answer nil at once for a kid it knows
-// is not to be fetched (a withdrawn key).
+// fetch per request. A withdrawn key is never fetched for.
 type KeyFetcher interface {
 	FetchUnknownKey(ctx context.Context, kid string) error
 }
@@ -93,10 +93,10 @@ func (cv *CachingVerifier) VerifyContext(ctx context.Context, token string) (*Cl
 		if err != nil {
 			return nil, fmt.Errorf("key set: %w", err)
 		}
-		if _, published := set.LookupKeyID(e.kid); published {
+		if _, published := set.LookupKeyID(e.kid); published && !cv.v.keys.Withdrawn(e.kid) {
 			return e.claims, nil
 		}
-		cv.cache.Remove(token) // the key was withdrawn: verify from scratch
+		cv.cache.Remove(token) // the key was withdrawn or dropped: verify from scratch
 	}
 	claims, kid, err := cv.v.verifySignature(token)
 	if f, ok := cv.v.keys.(KeyFetcher); ok && errors.Is(err, ErrUnknownKey) {

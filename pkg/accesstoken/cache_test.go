@@ -12,13 +12,15 @@ import (
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
 )
 
-// swappableKeys is a key source whose set the test replaces, and which
-// counts fetches for unknown keys (as the resource server's JWKS source);
-// a fetch publishes next, if set, or fails with fetchErr.
+// swappableKeys is a key source whose set and withdrawn kids the test
+// replaces, and which counts fetches for unknown keys (as the resource
+// server's JWKS source); a fetch publishes next, if set, or fails with
+// fetchErr.
 type swappableKeys struct {
 	mu        sync.Mutex
 	set       jwk.Set
 	err       error
+	withdrawn map[string]bool
 	refreshes int
 	kids      []string
 	next      jwk.Set
@@ -29,6 +31,21 @@ func (k *swappableKeys) KeySet() (jwk.Set, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.set, k.err
+}
+
+func (k *swappableKeys) Withdrawn(kid string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.withdrawn[kid]
+}
+
+func (k *swappableKeys) withdraw(kid string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.withdrawn == nil {
+		k.withdrawn = map[string]bool{}
+	}
+	k.withdrawn[kid] = true
 }
 
 func (k *swappableKeys) FetchUnknownKey(_ context.Context, kid string) error {
@@ -187,5 +204,40 @@ func TestErrInvalidToken(t *testing.T) {
 	}
 	if errors.Is(errors.New("key set: down"), accesstoken.ErrInvalidToken) {
 		t.Error("an unrelated error is an ErrInvalidToken")
+	}
+}
+
+// A key withdrawn by the key source stops its tokens at once, cached ones
+// included, while the set still holds it (the JWKS not fetched again yet);
+// a token of a withdrawn key never makes the source fetch; the other keys'
+// tokens live on.
+func TestCachingVerifierWithdrawnKey(t *testing.T) {
+	f := newFixture(t, "EdDSA")
+	other := newFixture(t, "EdDSA")
+	set := f.ks.Public()
+	k, _ := other.ks.Public().Key(0)
+	if err := set.AddKey(k); err != nil {
+		t.Fatal(err)
+	}
+	keys := &swappableKeys{set: set}
+	cv := accesstoken.NewCachingVerifier(accesstoken.NewVerifier(keys, issuer, audience, func() time.Time { return now }), 10, nil)
+	tok, _ := f.issue(t, grant(1))
+	otherTok, _ := other.issue(t, grant(1))
+	for _, tk := range []string{tok, otherTok} {
+		if _, err := cv.Verify(tk); err != nil { // cached now
+			t.Fatal(err)
+		}
+	}
+	keys.withdraw(f.ks.SigningKeyID())
+	for range 2 {
+		if _, err := cv.VerifyContext(t.Context(), tok); !errors.Is(err, accesstoken.ErrWithdrawnKey) || !errors.Is(err, accesstoken.ErrInvalidToken) {
+			t.Errorf("token of a withdrawn key: %v, want ErrWithdrawnKey", err)
+		}
+	}
+	if keys.refreshes != 0 {
+		t.Errorf("%d fetches for a withdrawn key, want none", keys.refreshes)
+	}
+	if _, err := cv.Verify(otherTok); err != nil {
+		t.Errorf("token of a key not withdrawn: %v", err)
 	}
 }

@@ -79,12 +79,14 @@ var (
 	ErrMalformed  error = invalidToken("malformed token")
 	ErrHeader     error = invalidToken("unacceptable JOSE header")
 	ErrUnknownKey error = invalidToken("unknown key id")
-	ErrSignature  error = invalidToken("bad signature")
-	ErrExpired    error = invalidToken("expired")
-	ErrNotYet     error = invalidToken("issued in the future or not valid yet")
-	ErrIssuer     error = invalidToken("wrong issuer")
-	ErrAudience   error = invalidToken("wrong audience")
-	ErrClaims     error = invalidToken("missing or invalid claims")
+	// ErrWithdrawnKey: the token's key is withdrawn (KeySource.Withdrawn).
+	ErrWithdrawnKey error = invalidToken("withdrawn key")
+	ErrSignature    error = invalidToken("bad signature")
+	ErrExpired      error = invalidToken("expired")
+	ErrNotYet       error = invalidToken("issued in the future or not valid yet")
+	ErrIssuer       error = invalidToken("wrong issuer")
+	ErrAudience     error = invalidToken("wrong audience")
+	ErrClaims       error = invalidToken("missing or invalid claims")
 )
 
 // invalidTokenError is one reason a token is invalid.

@@ -457,6 +457,7 @@ func TestConcurrentIssueVerify(t *testing.T) {
 type failingKeys struct{}
 
 func (failingKeys) KeySet() (jwk.Set, error) { return nil, errors.New("jwks unreachable") }
+func (failingKeys) Withdrawn(string) bool    { return false }
 
 func TestVerifyKeySourceError(t *testing.T) {
 	f := newFixture(t, "")

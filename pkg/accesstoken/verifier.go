@@ -21,17 +21,25 @@ const MaxTokenLength = 4096
 // token is accepted up to 30 seconds before the time either names.
 const Leeway = 30 * time.Second
 
-// KeySource supplies the public keys that may have signed a token: a static
-// set, or the token service's JWKS fetched and cached by jwk.Cache.
+// KeySource is a server's signing-key authority as a verifier reads it:
+// the public keys that may have signed a token (the token service's own
+// set, or its JWKS as fetched by the resource server), and which key ids
+// are withdrawn (package keywithdrawal). A withdrawn key's tokens are
+// refused whatever the set still holds, cached verifications included, and
+// never make a KeyFetcher fetch.
 type KeySource interface {
 	KeySet() (jwk.Set, error)
+	Withdrawn(kid string) bool
 }
 
-// StaticKeys is a KeySource over a fixed set.
+// StaticKeys is a KeySource over a fixed set of which no key is withdrawn.
 type StaticKeys struct{ Set jwk.Set }
 
 // KeySet returns the fixed set.
 func (s StaticKeys) KeySet() (jwk.Set, error) { return s.Set, nil }
+
+// Withdrawn reports false: no key of a fixed set is withdrawn.
+func (StaticKeys) Withdrawn(string) bool { return false }
 
 // Verifier checks access tokens: signature (jwx), then claims.
 type Verifier struct {
@@ -98,6 +106,9 @@ func (v *Verifier) verifySignature(token string) (*Claims, string, error) {
 	kid, err := jwsbb.HeaderGetString(h, jws.KeyIDKey)
 	if err != nil || kid == "" {
 		return nil, "", ErrHeader
+	}
+	if v.keys.Withdrawn(kid) {
+		return nil, kid, ErrWithdrawnKey
 	}
 	set, err := v.keys.KeySet()
 	if err != nil {

@@ -170,6 +170,12 @@ func TestAdmit(t *testing.T) {
 				f.keys.err = errors.New("jwks: not loaded")
 				return nil, func() { f.keys.err = nil }
 			}},
+		{name: "withdrawn key", req: bearer(partnerTok), want: admission.Invalid,
+			prepare: func(t *testing.T) (admission.Registry, func()) {
+				kid := f.ks.SigningKeyID()
+				f.keys.withdrawn[kid] = true
+				return nil, func() { delete(f.keys.withdrawn, kid) }
+			}},
 		{name: "expired", req: bearer(partnerTok), want: admission.Expired,
 			prepare: func(t *testing.T) (admission.Registry, func()) {
 				f.clock.Add(accesstoken.Lifetime)

@@ -11,10 +11,12 @@
 // the version every PollInterval (10 s by default). On a change it re-reads
 // the set and calls its OnChange function.
 //
-// The resource server filters withdrawn keys out of the JWKS it verifies
-// with (Watcher.Filter), so their tokens, cached or not, are refused from
-// the moment the message arrives, and fetches the JWKS again at once; the
-// token service stops publishing the key and stops accepting its tokens at
-// introspection. A withdrawal is permanent: a kid is never reused (kids
+// A Watcher is half of a server's signing-key authority: the token
+// service's (package signingkeys) takes the withdrawn kids with the key
+// file, stops publishing the key and stops accepting its tokens; the
+// resource server's is its JWKS cache plus the Watcher, and fetches the JWKS
+// again at once. Both verify through accesstoken.CachingVerifier, which
+// asks the authority's Withdrawn for every token, so a withdrawn key's
+// tokens, cached or not, are refused from the moment the message arrives. A withdrawal is permanent: a kid is never reused (kids
 // are RFC 7638 thumbprints).
 package keywithdrawal

@@ -5,14 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/lestrrat-go/jwx/v3/jwk"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/partnerapi/authplatform/pkg/accesstoken"
 	"github.com/partnerapi/authplatform/pkg/redisconn"
 )
 
@@ -237,76 +234,3 @@ func (w *Watcher) refresh(ctx context.Context) {
 	w.opt.Logger.Info("withdrawn signing keys changed", "version", st.Version, "withdrawn", len(st.Kids))
 	w.opt.OnChange(st)
 }
-
-// Filter returns a KeySource that is src without the withdrawn keys. It
-// keeps src's RefreshSoon and FetchUnknownKey (but fetches nothing for a withdrawn kid) and builds the
-// filtered set once per change of src's set or of the withdrawn kids.
-func (w *Watcher) Filter(src accesstoken.KeySource) accesstoken.KeySource {
-	f := &filtered{src: src, w: w}
-	r, refreshes := src.(refresher)
-	if fe, ok := src.(accesstoken.KeyFetcher); ok && refreshes {
-		return &fetchingFiltered{refreshingFiltered: &refreshingFiltered{filtered: f, r: r}, f: fe}
-	}
-	if refreshes {
-		return &refreshingFiltered{filtered: f, r: r}
-	}
-	return f
-}
-
-type refresher interface{ RefreshSoon() }
-
-// fetchingFiltered passes FetchUnknownKey through, except for a withdrawn
-// kid: fetching cannot bring that key back, so its tokens are refused at
-// once and cannot make the source fetch.
-type fetchingFiltered struct {
-	*refreshingFiltered
-	f accesstoken.KeyFetcher
-}
-
-func (f *fetchingFiltered) FetchUnknownKey(ctx context.Context, kid string) error {
-	if f.w.state.Load().Kids[kid] {
-		return nil
-	}
-	return f.f.FetchUnknownKey(ctx, kid)
-}
-
-type filtered struct {
-	src accesstoken.KeySource
-	w   *Watcher
-	mu  sync.Mutex
-	in  jwk.Set
-	ver int64
-	out jwk.Set
-}
-
-func (f *filtered) KeySet() (jwk.Set, error) {
-	in, err := f.src.KeySet()
-	if err != nil {
-		return nil, err
-	}
-	st := f.w.state.Load()
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.out != nil && f.in == in && f.ver == st.Version {
-		return f.out, nil
-	}
-	out := jwk.NewSet()
-	for i := range in.Len() {
-		k, _ := in.Key(i)
-		if kid, _ := k.KeyID(); st.Kids[kid] {
-			continue
-		}
-		if err := out.AddKey(k); err != nil {
-			return nil, fmt.Errorf("filter key set: %w", err)
-		}
-	}
-	f.in, f.ver, f.out = in, st.Version, out
-	return out, nil
-}
-
-type refreshingFiltered struct {
-	*filtered
-	r refresher
-}
-
-func (f *refreshingFiltered) RefreshSoon() { f.r.RefreshSoon() }

@@ -2,6 +2,7 @@ package keywithdrawal_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -95,24 +96,27 @@ func TestWithdrawLostMessage(t *testing.T) {
 	t.Logf("seen by the poll after %s", d)
 }
 
+// source is a key authority as the resource server builds it: a key set
+// that can fetch (counted) plus a Watcher's withdrawn kids.
 type source struct {
-	set       jwk.Set
-	refreshed atomic.Int32
-	fetched   atomic.Int32
+	set     jwk.Set
+	w       *keywithdrawal.Watcher
+	fetched atomic.Int32
 }
 
-func (s *source) KeySet() (jwk.Set, error) { return s.set, nil }
-func (s *source) RefreshSoon()             { s.refreshed.Add(1) }
+func (s *source) KeySet() (jwk.Set, error)  { return s.set, nil }
+func (s *source) Withdrawn(kid string) bool { return s.w.Withdrawn(kid) }
 func (s *source) FetchUnknownKey(context.Context, string) error {
 	s.fetched.Add(1)
 	return nil
 }
 
-// TestFilter: the filtered source hides withdrawn keys (so a token of one
-// fails with ErrUnknownKey), keeps the others, follows later withdrawals,
-// and passes RefreshSoon and FetchUnknownKey through, the latter only for
-// a kid that is not withdrawn (fetching cannot bring a withdrawn key back).
-func TestFilter(t *testing.T) {
+// TestWithdrawnRefused: with a Watcher as the key authority's withdrawn
+// kids, a verifier refuses a withdrawn key's tokens as soon as the watcher
+// sees the withdrawal, its cached verification included, while the set
+// still holds the key; the other key's tokens live on, and a withdrawn kid
+// never makes the source fetch (fetching cannot bring it back).
+func TestWithdrawnRefused(t *testing.T) {
 	rdb := redistest.Client(t)
 	prefix := redistest.Prefix(t, rdb)
 	store := keywithdrawal.NewStore(rdb, prefix)
@@ -122,47 +126,40 @@ func TestFilter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kid1, kid2 := ks.KeyIDs()[0], ks.KeyIDs()[1]
-	src := &source{set: ks.Public()}
-	w := store.Watch(context.Background(), keywithdrawal.WatchOptions{PollInterval: 50 * time.Millisecond})
+	kid1 := ks.KeyIDs()[0]
+	other, err := ks.Promoted(ks.KeyIDs()[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := store.Watch(context.Background(), keywithdrawal.WatchOptions{PollInterval: time.Hour})
 	defer w.Close()
-	f := w.Filter(src)
-	iss, _ := accesstoken.NewIssuer(ks, "iss", "aud")
-	tok, _, _ := iss.Issue(accesstoken.Grant{ClientID: "svc_aaaaaaaaaaaaaaaaaaaaaaaa", Generation: 1, Now: time.Now()})
-	v := accesstoken.NewVerifier(f, "iss", "aud", nil)
-	if _, err := v.Verify(tok); err != nil {
-		t.Fatalf("before the withdrawal: %v", err)
+	src := &source{set: ks.Public(), w: w}
+	v := accesstoken.NewCachingVerifier(accesstoken.NewVerifier(src, "iss", "aud", nil), 0, nil)
+	issue := func(ks *accesstoken.KeySet) string {
+		iss, _ := accesstoken.NewIssuer(ks, "iss", "aud")
+		tok, _, err := iss.Issue(accesstoken.Grant{ClientID: "svc_aaaaaaaaaaaaaaaaaaaaaaaa", Generation: 1, Now: time.Now()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	tok, otherTok := issue(ks), issue(other)
+	for _, tk := range []string{tok, otherTok} {
+		if _, err := v.Verify(tk); err != nil { // cached now
+			t.Fatalf("before the withdrawal: %v", err)
+		}
 	}
 	if _, err := store.Withdraw(context.Background(), kid1); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "withdrawn", func() bool { return w.Withdrawn(kid1) })
-	set, _ := f.KeySet()
-	if _, ok := set.LookupKeyID(kid1); ok {
-		t.Error("withdrawn key still in the filtered set")
+	eventually(t, "the withdrawn key's token refused", func() bool {
+		_, err := v.Verify(tok)
+		return errors.Is(err, accesstoken.ErrWithdrawnKey)
+	})
+	if _, err := v.Verify(otherTok); err != nil {
+		t.Errorf("the other key's token: %v", err)
 	}
-	if _, ok := set.LookupKeyID(kid2); !ok || set.Len() != 1 {
-		t.Errorf("filtered set has %d keys; want only %s", set.Len(), kid2)
-	}
-	if _, err := v.Verify(tok); err != accesstoken.ErrUnknownKey {
-		t.Errorf("token of the withdrawn key: %v, want ErrUnknownKey", err)
-	}
-	r, ok := f.(interface{ RefreshSoon() })
-	if !ok {
-		t.Fatal("filtered source lost RefreshSoon")
-	}
-	r.RefreshSoon()
-	if src.refreshed.Load() != 1 {
-		t.Error("RefreshSoon not passed through")
-	}
-	fe, ok := f.(accesstoken.KeyFetcher)
-	if !ok {
-		t.Fatal("filtered source lost FetchUnknownKey")
-	}
-	if err := fe.FetchUnknownKey(t.Context(), kid1); err != nil || src.fetched.Load() != 0 {
-		t.Errorf("withdrawn kid: %v, %d fetches; want none", err, src.fetched.Load())
-	}
-	if err := fe.FetchUnknownKey(t.Context(), "new-kid"); err != nil || src.fetched.Load() != 1 {
-		t.Errorf("unknown kid: %v, %d fetches; want 1", err, src.fetched.Load())
+	if src.fetched.Load() != 0 {
+		t.Errorf("%d fetches for a withdrawn kid; want none", src.fetched.Load())
 	}
 }

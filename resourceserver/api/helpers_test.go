@@ -254,6 +254,8 @@ func (k *keySource) KeySet() (jwk.Set, error) {
 	return k.set, k.err
 }
 
+func (k *keySource) Withdrawn(string) bool { return false }
+
 func (k *keySource) swap(set jwk.Set, err error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()

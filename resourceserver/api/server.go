@@ -59,10 +59,12 @@ type Admitter interface {
 type Deps struct {
 	// Registry is the client registry, normally a *clients.Store.
 	Registry Admitter
-	// Keys supplies the token service's public keys: the JWKS cache of
-	// package jwks in production, accesstoken.StaticKeys in a one-process
-	// stack or in tests. While it returns an error, authenticated requests
-	// get 503 and /readyz reports the keys missing.
+	// Keys is the server's signing-key authority: the token service's
+	// public keys and the withdrawn kids (in production the JWKS cache of
+	// package jwks plus a keywithdrawal.Watcher; accesstoken.StaticKeys in
+	// a one-process stack or in tests). While its key set returns an
+	// error, authenticated requests get 503 and /readyz reports the keys
+	// missing.
 	Keys accesstoken.KeySource
 	// Docs is the documentation served publicly.
 	Docs *apidocs.Docs

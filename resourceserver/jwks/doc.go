@@ -3,8 +3,9 @@
 //
 // A Source fetches the set in the background with a jwx jwk.Cache and
 // refreshes it as the answer's Cache-Control allows (bounded by
-// Options.MinRefreshInterval and MaxRefreshInterval). It implements
-// accesstoken.KeySource. The set may be unreachable when the server starts:
+// Options.MinRefreshInterval and MaxRefreshInterval); with the withdrawn
+// kids (package keywithdrawal) it is the server's key authority, what its
+// verifier reads (accesstoken.KeySource). The set may be unreachable when the server starts:
 // New returns anyway, KeySet answers ErrNotLoaded until the first fetch
 // succeeds, and the server reports itself not ready meanwhile.
 //

@@ -52,8 +52,9 @@ type Options struct {
 }
 
 // Source is the token service's JWKS, fetched and kept fresh by a jwx
-// jwk.Cache. It implements accesstoken.KeySource and is safe for concurrent
-// use.
+// jwk.Cache: with the withdrawn kids (package keywithdrawal), the resource
+// server's signing-key authority, an accesstoken.KeySource. It is safe for
+// concurrent use.
 type Source struct {
 	url      string
 	cache    *jwk.Cache
@@ -84,7 +85,7 @@ type fetch struct {
 // errClosed ends waits for a fetch after Close.
 var errClosed = errors.New("jwks: source closed")
 
-var _ accesstoken.KeySource = (*Source)(nil)
+var _ accesstoken.KeyFetcher = (*Source)(nil)
 
 // New starts fetching the JWKS at url in the background and returns at
 // once, whether or not the set can be fetched yet: the server starts, its

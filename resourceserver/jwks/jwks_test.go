@@ -103,7 +103,7 @@ func TestSourceLoads(t *testing.T) {
 	// Tokens of the published key verify through the Source.
 	iss, _ := accesstoken.NewIssuer(ks, "iss", "aud")
 	tok, _, _ := iss.Issue(accesstoken.Grant{ClientID: "svc_aaaaaaaaaaaaaaaaaaaaaaaa", Generation: 1, Now: time.Now()})
-	if _, err := accesstoken.NewVerifier(src, "iss", "aud", nil).Verify(tok); err != nil {
+	if _, err := accesstoken.NewVerifier(noneWithdrawn{src}, "iss", "aud", nil).Verify(tok); err != nil {
 		t.Errorf("verify: %v", err)
 	}
 }
@@ -290,3 +290,8 @@ func TestSourceFetchUnknownKeyBounded(t *testing.T) {
 		t.Errorf("unanswered JWKS: %v after %v, want an error after about 200ms", err, time.Since(start))
 	}
 }
+
+// noneWithdrawn is a key authority of src's keys, none withdrawn.
+type noneWithdrawn struct{ *Source }
+
+func (noneWithdrawn) Withdrawn(string) bool { return false }

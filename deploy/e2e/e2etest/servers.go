@@ -16,6 +16,7 @@ import (
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/metrics"
 	"github.com/partnerapi/authplatform/pkg/redisconn"
+	"github.com/partnerapi/authplatform/pkg/signingkeys"
 	"github.com/partnerapi/authplatform/resourceserver/api"
 	"github.com/partnerapi/authplatform/resourceserver/apidocs"
 )
@@ -81,13 +82,19 @@ func NewServers(t testing.TB, cfg Config) *Servers {
 		}
 	}
 	authRedis := cfg.AuthRedis
-	var err error
+	// The token service's signing-key authority and the verifier over it,
+	// as the command wires them.
+	authority, err := signingkeys.New(s.Keys, cfg.Issuer, cfg.Audience)
+	if err != nil {
+		t.Fatal(err)
+	}
 	s.Auth, err = tokenserver.NewServer(cfg.AuthLogger, tokenserver.Config{
 		Issuer: cfg.Issuer, Audience: cfg.Audience, Trust: cfg.Trust, FailuresPerMinute: cfg.FailuresPerMinute,
 		Now: cfg.Now, RateNow: cfg.RateNow,
 	}, tokenserver.Deps{
-		Registry: s.Store, Keys: s.Keys, Metrics: s.AuthMetrics,
-		Ready: func(ctx context.Context) error { return redisconn.Ping(ctx, authRedis, time.Second) },
+		Registry: s.Store, Keys: authority, Metrics: s.AuthMetrics,
+		Tokens: accesstoken.NewCachingVerifier(accesstoken.NewVerifier(authority, cfg.Issuer, cfg.Audience, cfg.Now), 0, s.AuthMetrics.TokenCache),
+		Ready:  func(ctx context.Context) error { return redisconn.Ping(ctx, authRedis, time.Second) },
 	})
 	if err != nil {
 		t.Fatal(err)
