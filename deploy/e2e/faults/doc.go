@@ -19,6 +19,11 @@
 //   - secrets_test.go: a whole journey with both servers' logs captured and
 //     every Redis key scanned: no secret and no full access token anywhere,
 //     only digests.
+//   - admission_test.go: every outcome of the one bearer admission (package
+//     admission) on the admin API and on the partner API side by side: the
+//     same status, challenge error code and Retry-After for the same
+//     failure, each in its own body format (RFC 9457 problem, {"detail"}),
+//     outages (registry or key set) 503 with Retry-After: 5 on both.
 //   - abuse_test.go: floods of failed authentications from one address are
 //     cut off at the documented per-address limit, random client ids leave
 //     nothing in Redis but expiring counters, and oversized requests are
