@@ -27,10 +27,18 @@
 // the registry cannot be read) 503 with Retry-After: 5, and serve nothing
 // whose client state was not read.
 //
-// A proof-of-possession check (DPoP, RFC 9449: "Authorization: DPoP" plus a
-// DPoP proof header, the token bound by its "cnf" "jkt" claim) belongs in
-// Admit as one more step: the proof is parsed with the credentials (parse
-// sees the whole request: method, URL and headers) and checked against the
-// verified claims before the registry is asked, so both APIs get it at once
-// without changing how they render outcomes.
+// # Where DPoP goes
+//
+// A proof-of-possession check (DPoP, RFC 9449, package dpop) is one more
+// step of Admit, so both APIs get it at once, each only rendering the new
+// Results: parse also accepts "Authorization: DPoP <token>" (section 7.1)
+// into Credentials (the scheme beside the token); after verify, a DPoP
+// token's proof is checked with dpop.Verify on an Input built from the
+// request Admit already has (its DPoP header values, method, the public
+// base URL plus its path, the token for "ath") and bound to the claims'
+// cnf.jkt (dpop.CheckBinding); the proof's replay mark (dpop.ReplayKey)
+// rides in the registry's one round trip (clients.TokenRef). Its refusals
+// become Results of their own (invalid_dpop_proof, use_dpop_nonce), which
+// each API renders with a DPoP challenge (dpop.Challenge). Config then
+// gains the public base URL and the nonce source.
 package admission
