@@ -12,8 +12,10 @@
 // most MaxMembers of each, and "nbf" honoured with the same Leeway as
 // "iat". Both servers verify through one CachingVerifier, which keeps
 // verified signatures in a bounded cache, checks time on every use and
-// drops a token whose key left the set; every "not a valid token" error is
-// an ErrInvalidToken, and any other error means the keys could not be read.
+// drops a token whose key left the set or is withdrawn (KeySource, the
+// server's signing-key authority, says which); every "not a valid token"
+// error is an ErrInvalidToken, and any other error means the keys could not
+// be read.
 // Whether the client behind a token is still in good standing
 // (credential generation, revocation) is not decided here: that state lives in
 // Redis and is read by package clients.

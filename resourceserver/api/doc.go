@@ -13,8 +13,10 @@
 // expiry against the injected clock. A verified signature is cached per
 // token (bounded LRU, entries dropped at the token's "exp"), so a partner
 // reusing its token for an hour pays for one signature check; expiry is
-// still checked on every request, and a cached token whose key has been
-// withdrawn from the JWKS is refused once the key set is refreshed.
+// still checked on every request, and a token whose key has been withdrawn
+// (Deps.Keys, the server's key authority) is refused from the notice on,
+// cached or not. Parsing, verification, the Redis round trip below and the
+// audience kind are package admission's, shared with the admin API.
 //
 // Then one Redis round trip (clients.Store.AdmitAPI) reads the client's
 // state and counts the request: the client must be active at the token's
