@@ -425,6 +425,10 @@ func tokenReply(t testing.TB, r reply, scope string) string {
 	if !bytes.Equal(r.Body, want) {
 		t.Fatalf("token body:\n got %s\nwant %s", r.Body, want)
 	}
+	// expires_in is the issued token's own lifetime.
+	if _, claims := tokenParts(t, got.AccessToken); claims["exp"].(float64)-claims["iat"].(float64) != 3600 {
+		t.Fatalf("token exp - iat = %v - %v, answered expires_in 3600", claims["exp"], claims["iat"])
+	}
 	return got.AccessToken
 }
 

@@ -1,19 +1,38 @@
 package tokenserver
 
-// This file is the whole of go-oauth2 in the token service: its
-// manage.Manager runs the client credentials grant's bookkeeping (RFC 6749
-// section 4.4.3: the client, the scope and lifetime of the token) and calls
-// this service's access token generator. Everything it does not do the way
-// this service must (parsing, client authentication, scope, limits,
-// errors: see ../shared/notes/libraries.md) happens before it is called, in
-// one authentication path (authenticate.go), and it is handed the client
-// that path let through. Its HTTP layer (server.Server) is not used: this
-// package parses requests and writes answers itself. A reader can skip this
-// file.
+// This file is the whole of go-oauth2 in the token service. One
+// manage.Manager, built by NewServer (newManager), runs the client
+// credentials grant's bookkeeping (RFC 6749 section 4.4.3: the client, the
+// scope and the lifetime of the token) and calls this service's access
+// token generator, which records in go-oauth2's token info the times of the
+// token it actually signed: expires_in is that token's exp - iat.
+//
+// What of go-oauth2 is used, and what is not and why (its defaults
+// contradict the spec; README, "Dependencies"):
+//
+//   - used: manage.Manager.GenerateAccessToken, with its ClientStore (the
+//     client this request authenticated, handed over in the request's
+//     context), its client-credentials grant Config (the lifetime) and an
+//     AccessGenerate (generator, signing with jwx);
+//   - not used: its HTTP layer (server.Server), because it reads only
+//     r.FormValue (no JSON body, query parameters merged in, repeated
+//     parameters accepted), authenticates clients before checking scope and
+//     without a constant-time compare, and has no slow_down: parsing,
+//     client authentication, scope, limits and error answers happen before
+//     the Manager is called, in one authentication path (authenticate.go);
+//   - not used: its token storage. The Manager calls TokenStore.Create on
+//     every token it generates (and panics without a store), and nothing
+//     else on the path used here; a token is self-contained (its signature
+//     plus the client's state in Redis), so there is nothing to store and
+//     selfContained implements Create alone;
+//   - not used: its generators (golang-jwt, re-parsing the key per token),
+//     authorization codes, refresh tokens (none for this grant, RFC 6749
+//     section 4.4.3), its ClientPasswordVerifier (the secret was checked in
+//     Redis, in constant time, by authenticate) and its error descriptions
+//     (errors.go writes every error).
 
 import (
 	"context"
-	"net/http"
 	"strings"
 	"time"
 
@@ -36,25 +55,25 @@ type tokenResponse struct {
 	TokenType   string `json:"token_type"`
 }
 
+// newManager builds the server's one Manager: its client store is the
+// client each request authenticated, its token store keeps nothing, its
+// generator signs with the server's keys.
+func newManager(gen *generator) *manage.Manager {
+	m := manage.NewManager()
+	// go-oauth2's default lifetime is 2 hours; the generator overwrites it
+	// with the issued token's own (exp - iat), which is this one.
+	m.SetClientTokenCfg(&manage.Config{AccessTokenExp: accesstoken.Lifetime})
+	m.MapClientStorage(authenticatedClients{})
+	m.MapTokenStorage(selfContained{})
+	m.MapAccessGenerate(gen)
+	return m
+}
+
 // issue has go-oauth2 issue the token of an authenticated request, with the
 // scope authenticate granted, and returns the 200 answer's body.
-//
-// The Manager is built for the request: its client store is the one
-// client authenticate let through (go-oauth2 looks the client up by id
-// only, and this one carries its credential generation and secret id to
-// the generator),
-// so nothing is handed over in a context and no secret is compared again.
-// A Manager is a handful of fields; the generator and token store are the
-// server's.
-func (s *Server) issue(r *http.Request, req *clientRequest, auth clients.Authentication) (tokenResponse, error) {
-	m := manage.NewManager()
-	// go-oauth2's default lifetime is 2 hours; it issues no refresh token
-	// for this grant (RFC 6749 section 4.4.3).
-	m.SetClientTokenCfg(&manage.Config{AccessTokenExp: accesstoken.Lifetime})
-	m.MapClientStorage(authenticatedClient{id: req.Client.ID, generation: auth.Generation, secretID: auth.SecretID})
-	m.MapTokenStorage(selfContained{})
-	m.MapAccessGenerate(s.gen)
-	ti, err := m.GenerateAccessToken(r.Context(), oauth2.ClientCredentials, &oauth2.TokenGenerateRequest{
+func (s *Server) issue(ctx context.Context, req *clientRequest, auth clients.Authentication) (tokenResponse, error) {
+	ctx = context.WithValue(ctx, authenticatedKey{}, authenticatedClient{id: req.Client.ID, generation: auth.Generation, secretID: auth.SecretID})
+	ti, err := s.manager.GenerateAccessToken(ctx, oauth2.ClientCredentials, &oauth2.TokenGenerateRequest{
 		ClientID: req.Client.ID,
 		Scope:    strings.Join(auth.Scopes, " "),
 	})
@@ -69,8 +88,27 @@ func (s *Server) issue(r *http.Request, req *clientRequest, auth clients.Authent
 	}, nil
 }
 
-// authenticatedClient is go-oauth2's client store and the client it holds:
-// the one client authenticate let through, and no other. It is a
+// authenticatedKey is the context key of the request's authenticated
+// client (an authenticatedClient).
+type authenticatedKey struct{}
+
+// authenticatedClients is go-oauth2's client store: it knows the one client
+// the request's context carries (put there by issue, after authenticate let
+// it through) and no other, so no client record is read twice and no
+// secret compared again.
+type authenticatedClients struct{}
+
+var _ oauth2.ClientStore = authenticatedClients{}
+
+func (authenticatedClients) GetByID(ctx context.Context, id string) (oauth2.ClientInfo, error) {
+	c, ok := ctx.Value(authenticatedKey{}).(authenticatedClient)
+	if !ok || c.id != id {
+		return nil, oauthErrors.ErrInvalidClient
+	}
+	return c, nil
+}
+
+// authenticatedClient is a client authenticate let through. It is a
 // confidential client (RFC 6749 section 2.1) without a secret to compare:
 // go-oauth2 compares secrets only when the store gives one, and this one
 // was checked by authenticate, in Redis.
@@ -81,17 +119,7 @@ type authenticatedClient struct {
 	secretID int64
 }
 
-var (
-	_ oauth2.ClientStore = authenticatedClient{}
-	_ oauth2.ClientInfo  = authenticatedClient{}
-)
-
-func (c authenticatedClient) GetByID(_ context.Context, id string) (oauth2.ClientInfo, error) {
-	if id != c.id {
-		return nil, oauthErrors.ErrInvalidClient
-	}
-	return c, nil
-}
+var _ oauth2.ClientInfo = authenticatedClient{}
 
 func (c authenticatedClient) GetID() string     { return c.id }
 func (c authenticatedClient) GetSecret() string { return "" }
@@ -99,31 +127,18 @@ func (c authenticatedClient) GetDomain() string { return "" }
 func (c authenticatedClient) IsPublic() bool    { return false }
 func (c authenticatedClient) GetUserID() string { return "" }
 
-// selfContained is the token store of self-contained tokens. The Manager
-// always calls Create on the token it generated (and panics without a
-// store); there is nothing to keep, since a token's validity is its
-// signature plus the client's state in Redis, so it stores nothing and
-// finds nothing.
-type selfContained struct{}
-
-var _ oauth2.TokenStore = selfContained{}
+// selfContained is the token store of self-contained tokens: Create, the
+// only method GenerateAccessToken calls, keeps nothing. The other methods
+// of oauth2.TokenStore (the embedded nil interface) serve go-oauth2 paths
+// this service never calls (loading and removing stored tokens, codes).
+type selfContained struct{ oauth2.TokenStore }
 
 func (selfContained) Create(context.Context, oauth2.TokenInfo) error { return nil }
-func (selfContained) RemoveByCode(context.Context, string) error     { return nil }
-func (selfContained) RemoveByAccess(context.Context, string) error   { return nil }
-func (selfContained) RemoveByRefresh(context.Context, string) error  { return nil }
-func (selfContained) GetByCode(context.Context, string) (oauth2.TokenInfo, error) {
-	return nil, oauthErrors.ErrInvalidAuthorizeCode
-}
-func (selfContained) GetByAccess(context.Context, string) (oauth2.TokenInfo, error) {
-	return nil, oauthErrors.ErrInvalidAccessToken
-}
-func (selfContained) GetByRefresh(context.Context, string) (oauth2.TokenInfo, error) {
-	return nil, oauthErrors.ErrInvalidRefreshToken
-}
 
 // generator signs the access token of the authenticated client with the
-// scope the Manager was given and the client's credential generation.
+// scope the Manager was given and the client's credential generation, and
+// sets the token info's creation time and lifetime to the signed token's
+// iat and exp - iat.
 type generator struct {
 	keys signingKeys // the server's
 	now  func() time.Time
@@ -140,9 +155,11 @@ func (g *generator) Token(_ context.Context, data *oauth2.GenerateBasic, _ bool)
 	if issuer == nil { // the signing key is withdrawn
 		return "", "", errNoSigningKey
 	}
-	token, _, err := issuer.Issue(accesstoken.Grant{ClientID: c.id, Scope: data.TokenInfo.GetScope(), Generation: c.generation, SecretID: c.secretID, Now: g.now()})
+	token, claims, err := issuer.Issue(accesstoken.Grant{ClientID: c.id, Scope: data.TokenInfo.GetScope(), Generation: c.generation, SecretID: c.secretID, Now: g.now()})
 	if err != nil {
 		return "", "", err
 	}
+	data.TokenInfo.SetAccessCreateAt(time.Unix(claims.IssuedAt, 0))
+	data.TokenInfo.SetAccessExpiresIn(time.Duration(claims.ExpiresAt-claims.IssuedAt) * time.Second)
 	return token, "", nil
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-oauth2/oauth2/v4/manage"
+
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
 	"github.com/partnerapi/authplatform/pkg/clientip"
 	"github.com/partnerapi/authplatform/pkg/httpserver"
@@ -106,7 +108,7 @@ type Server struct {
 	log     *slog.Logger
 	cfg     Config
 	reg     registry
-	gen     *generator
+	manager *manage.Manager
 	keys    signingKeys
 	tokens  tokenVerifier
 	ceiling *addressCeiling
@@ -166,7 +168,7 @@ func NewServer(logger *slog.Logger, cfg Config, deps Deps) (*Server, error) {
 	// RFC 7523 section 3: the issuer identifier (draft rfc7523bis) or the
 	// token endpoint's URL.
 	s.audiences = []string{cfg.Issuer, strings.TrimSuffix(cfg.Issuer, "/") + PathToken}
-	s.gen = &generator{keys: deps.Keys, now: cfg.Now}
+	s.manager = newManager(&generator{keys: deps.Keys, now: cfg.Now})
 	s.mux = httpserver.Base{Logger: logger, Trust: cfg.Trust, MaxBodyBytes: MaxBodyBytes}.Wrap(httpserver.NewRouter(s.routes(), s.misrouted))
 	return s, nil
 }

@@ -42,7 +42,7 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 		s.refuse(ctx, w, r, req.Client, err, failed)
 		return
 	}
-	body, err := s.issue(r, req, auth)
+	body, err := s.issue(ctx, req, auth)
 	if err != nil {
 		s.refuse(ctx, w, r, req.Client, err, notCounted)
 		return
