@@ -7,9 +7,9 @@
 // (oauth2adapter.go), which runs the grant's bookkeeping and calls this
 // package's access token generator; go-oauth2's HTTP layer is not used.
 // Everything before it is this package's: the request body is parsed here
-// (form or JSON object, size-capped, at most MaxParams parameters counted
-// before any is decoded, repeated parameters refused, RFC 6749 section
-// 3.2); client credentials are read here (HTTP Basic URL-decoded per RFC
+// (form or JSON object, null meaning absent and unknown members ignored,
+// size-capped, at most MaxParams parameters counted before any is decoded,
+// repeated parameters refused, RFC 6749 section 3.2); client credentials are read here (HTTP Basic URL-decoded per RFC
 // 6749 section 2.3.1, or form fields, never both); the secret, the
 // requested scope and the per-client token limit are checked in one Redis
 // round trip, the scope only after the secret, so a wrong secret never

@@ -62,7 +62,7 @@ type clientRequest struct {
 }
 
 // parseClientRequest reads a POST body that is form-encoded or a JSON
-// object of strings, at most MaxBodyBytes, each parameter once (RFC 6749
+// object (see parseJSONObject), at most MaxBodyBytes, each parameter once (RFC 6749
 // section 3.2), and the client's credentials. Query-string parameters are
 // ignored: they are never credentials (RFC 6749 section 2.3.1).
 func parseClientRequest(r *http.Request) (*clientRequest, error) {
@@ -114,12 +114,19 @@ func parseBody(r *http.Request) (url.Values, error) {
 		return nil, err
 	}
 	for k, vs := range params {
-		if !utf8.ValidString(k) || !utf8.ValidString(vs[0]) || strings.ContainsRune(k, 0) || strings.ContainsRune(vs[0], 0) {
-			return nil, invalidRequest("parameters must be valid UTF-8 without NUL characters")
+		if !cleanText(k) || !cleanText(vs[0]) {
+			return nil, errNotText
 		}
 	}
 	return params, nil
 }
+
+// errNotText refuses a parameter name or value that is not valid UTF-8 or
+// holds a NUL character.
+var errNotText = invalidRequest("parameters must be valid UTF-8 without NUL characters")
+
+// cleanText reports whether s is valid UTF-8 without NUL characters.
+func cleanText(s string) bool { return utf8.ValidString(s) && !strings.ContainsRune(s, 0) }
 
 // countFormFields counts the non-empty "&"-separated pairs of a form body,
 // stopping at max: a scan with bytes.IndexByte, before any decoding.
@@ -160,10 +167,22 @@ func parseForm(body []byte) (url.Values, error) {
 	return params, nil
 }
 
-// parseJSONObject decodes a JSON object whose values are all strings,
-// refusing repeated keys and anything after the object. The decoder reads
-// one token at a time and stops at the key past MaxParams, so the rest of a
-// body of thousands of keys is never decoded.
+// knownParams are the parameters the token, introspection and revocation
+// endpoints read: in a JSON body their values must be strings (or null).
+var knownParams = map[string]bool{
+	"grant_type": true, "scope": true, "client_id": true, "client_secret": true,
+	"client_assertion": true, "client_assertion_type": true, "token": true, "token_type_hint": true,
+}
+
+// parseJSONObject decodes a JSON object (RFC 8259 section 4), refusing
+// repeated members and anything after the object. A known parameter's value
+// must be a string, or null, which means the parameter is absent; unknown
+// members, of any JSON type, are ignored, as unknown form fields are (RFC
+// 6749 section 3.2: "parameters sent without a value MUST be treated as if
+// they were omitted", and unrecognized ones ignored). Every member counts
+// towards MaxParams: the decoder reads one member at a time and stops at
+// the one past the cap, so the rest of a body of thousands of members is
+// never decoded.
 func parseJSONObject(body []byte) (url.Values, error) {
 	bad := invalidRequest("body must be form fields or a JSON object of string values")
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -172,8 +191,9 @@ func parseJSONObject(body []byte) (url.Values, error) {
 		return nil, bad
 	}
 	params := url.Values{}
+	seen := make(map[string]bool, 8)
 	for dec.More() {
-		if len(params) == MaxParams {
+		if len(seen) == MaxParams {
 			return nil, errTooManyParams
 		}
 		kt, err := dec.Token()
@@ -181,18 +201,35 @@ func parseJSONObject(body []byte) (url.Values, error) {
 			return nil, bad
 		}
 		key, _ := kt.(string)
+		if seen[key] {
+			return nil, invalidRequest("parameter " + quote(key) + " is repeated")
+		}
+		seen[key] = true
+		if !knownParams[key] {
+			// Skipped whole, whatever its type (the decoder still checks
+			// that it is well-formed JSON); its name, and its value if a
+			// string, are checked as an unknown form field's are.
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return nil, bad
+			}
+			var str string
+			if !cleanText(key) || (skip[0] == '"' && json.Unmarshal(skip, &str) == nil && !cleanText(str)) {
+				return nil, errNotText
+			}
+			continue
+		}
 		vt, err := dec.Token()
 		if err != nil {
 			return nil, bad
 		}
-		val, ok := vt.(string)
-		if !ok {
+		switch v := vt.(type) {
+		case string:
+			params.Set(key, v)
+		case nil: // null: absent
+		default:
 			return nil, invalidRequest("value of " + quote(key) + " must be a string")
 		}
-		if params.Has(key) {
-			return nil, invalidRequest("parameter " + quote(key) + " is repeated")
-		}
-		params.Set(key, val)
 	}
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
 		return nil, bad
