@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"slices"
+	"sort"
 	"time"
 )
 
@@ -38,30 +39,28 @@ func (m *Model) NowMS(at int64) int64 {
 // DecideMS decides a request at at (ms since the epoch).
 func (m *Model) DecideMS(at int64) Decision {
 	now := m.NowMS(at)
-	// Counted: the admitted requests whose bucket overlaps (now-window, now].
-	j0 := floorDiv(now-m.window+1, m.bucket)
-	i, _ := slices.BinarySearch(m.admitted, j0*m.bucket)
+	// Counted: the admitted requests whose bucket's newest admission is
+	// less than a window old (later than now-window).
+	i := sort.Search(len(m.admitted), func(i int) bool { return m.leaves(i) > now })
 	in := m.admitted[i:]
 	n := int64(len(in))
 	if n < m.limit {
-		oldest := now
-		if n > 0 {
-			oldest = in[0]
-		}
 		m.admitted = append(m.admitted, now)
-		return Decision{Allowed: true, Count: n + 1, Wait: msDuration(m.leaves(oldest) - now)}
+		return Decision{Allowed: true, Count: n + 1, Wait: msDuration(m.leaves(i) - now)}
 	}
 	if m.limit <= 0 {
 		return Decision{Count: n, Wait: msDuration(m.window)}
 	}
 	// Admitted again once the limit-th newest request has left.
-	return Decision{Count: n, Wait: msDuration(m.leaves(in[n-m.limit]) - now)}
+	return Decision{Count: n, Wait: msDuration(m.leaves(i+int(n-m.limit)) - now)}
 }
 
-// leaves is when a request admitted at t stops being counted: when its
-// whole bucket has left the window.
-func (m *Model) leaves(t int64) int64 {
-	return (floorDiv(t, m.bucket)+1)*m.bucket + m.window - 1
+// leaves is when the i-th admitted request stops being counted: a window
+// after the newest admission of its bucket.
+func (m *Model) leaves(i int) int64 {
+	j := floorDiv(m.admitted[i], m.bucket)
+	end, _ := slices.BinarySearch(m.admitted, (j+1)*m.bucket)
+	return m.admitted[end-1] + m.window
 }
 
 func floorDiv(a, b int64) int64 {

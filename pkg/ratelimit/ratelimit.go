@@ -11,8 +11,9 @@ type Decision struct {
 	// documentation), including this one when allowed.
 	Count int64
 	// Wait is, when refused, how long until a request would be admitted
-	// (with nothing admitted in between); when allowed, how long until the
-	// oldest counted request leaves the count (the window's reset).
+	// (with nothing admitted in between), never more than the window; when
+	// allowed, how long until the oldest counted request leaves the count
+	// and frees its place (the window's reset).
 	Wait time.Duration
 }
 
@@ -25,9 +26,36 @@ func (d Decision) Remaining(limit int64) int64 {
 }
 
 // RetryAfterSeconds rounds Wait up to whole seconds, at least 1, for a
-// Retry-After header (RFC 9110 section 10.2.3).
-func (d Decision) RetryAfterSeconds() int64 {
-	s := int64((d.Wait + time.Second - 1) / time.Second)
+// Retry-After header (RFC 9110 section 10.2.3): a client that waits that
+// long after the refusal, having sent nothing since, is admitted.
+func (d Decision) RetryAfterSeconds() int64 { return ceilSeconds(d.Wait) }
+
+// RetryAfter is the Retry-After, in seconds, of a refusal by a window of the
+// given length that promises one answer to every refusal: the window
+// itself, rounded up to whole seconds (60 for a minute). It is true: a
+// refused request's wait is never longer than the window, so a client that
+// waits that long after the refusal, having sent nothing since, is always
+// admitted. (Should Wait ever exceed the window, RetryAfterSeconds is
+// answered instead.)
+func (d Decision) RetryAfter(window time.Duration) int64 {
+	return max(ceilSeconds(window), d.RetryAfterSeconds())
+}
+
+// Reset is the RateLimit-Reset, in seconds, of a window of the given length
+// (the IETF httpapi rate-limit headers draft): on a refusal, equal to
+// RetryAfter(window), so the two never disagree; on an admission, the
+// seconds (rounded up, at least 1) until the oldest counted request leaves
+// the window and frees its place.
+func (d Decision) Reset(window time.Duration) int64 {
+	if d.Allowed {
+		return d.RetryAfterSeconds()
+	}
+	return d.RetryAfter(window)
+}
+
+// ceilSeconds rounds d up to whole seconds, at least 1.
+func ceilSeconds(d time.Duration) int64 {
+	s := int64((d + time.Second - 1) / time.Second)
 	if s < 1 {
 		return 1
 	}

@@ -31,8 +31,9 @@ func eachBackend(t *testing.T, fn func(t *testing.T, rdb redis.UniversalClient, 
 var tAligned = time.Date(2031, 3, 14, 15, 9, 26, 0, time.UTC)
 
 // TestAllow walks one key through a minute's buckets (limit 3, 1-second
-// buckets): a request counts until its whole bucket has left the window, so
-// the first request at +0 s (bucket [0 s, 1 s)) is counted until +60.999 s.
+// buckets): a bucket, and every request in it, counts until its newest
+// request is a minute old, so the first request at +0 s is counted until
+// +60.9 s, when its bucket-mate at +0.9 s leaves.
 func TestAllow(t *testing.T) {
 	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		clk := testclock.New(tAligned)
@@ -45,17 +46,22 @@ func TestAllow(t *testing.T) {
 			count int64
 			wait  time.Duration
 		}{
-			{0, true, 1, ms(60999)},
-			{ms(1500), true, 2, ms(59499)},
-			{ms(2250), true, 3, ms(58749)},
-			// Refused: the oldest bucket (+0 s) leaves at +60.999 s.
-			{ms(2250), false, 3, ms(58749)},
-			{ms(60998), false, 3, ms(1)},
-			{ms(60999), true, 3, ms(1000)},
-			{ms(60999), false, 3, ms(1000)},
-			// The bucket of +1.5 s left at +61.999 s.
-			{ms(61999), true, 3, ms(1000)},
-			{time.Hour, true, 1, ms(60999)},
+			{0, true, 1, ms(60000)},
+			// The bucket [0 s, 1 s) now leaves at +60.9 s.
+			{ms(900), true, 2, ms(60000)},
+			{ms(2250), true, 3, ms(58650)},
+			// Refused: the oldest bucket leaves at +60.9 s.
+			{ms(2250), false, 3, ms(58650)},
+			// The request at +0 s is a minute old, its bucket-mate is not.
+			{ms(60000), false, 3, ms(900)},
+			{ms(60899), false, 3, ms(1)},
+			{ms(60900), true, 2, ms(1350)},
+			{ms(60900), true, 3, ms(1350)},
+			// The bucket of +2.25 s leaves at +62.25 s.
+			{ms(60900), false, 3, ms(1350)},
+			{ms(62249), false, 3, ms(1)},
+			{ms(62250), true, 3, ms(58650)},
+			{time.Hour, true, 1, ms(60000)},
 		}
 		for _, tc := range tests {
 			clk.Set(tAligned.Add(tc.at))
@@ -72,14 +78,14 @@ func TestAllow(t *testing.T) {
 		if d, err := l.Allow(t.Context(), prefix+"other"); err != nil || !d.Allowed || d.Count != 1 {
 			t.Errorf("Allow(other key) = %+v, %v; want the first admitted request", d, err)
 		}
-		// The key expires when its newest bucket has left the window: 61 s
-		// after a request on a whole second.
+		// The key expires when its newest bucket has left the window: a
+		// minute after its latest admission.
 		ttl, err := rdb.PTTL(t.Context(), key).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ttl <= time.Minute || ttl > 61*time.Second {
-			t.Errorf("PTTL = %v, want within (60s, 61s]", ttl)
+		if ttl <= 59*time.Second || ttl > time.Minute {
+			t.Errorf("PTTL = %v, want within (59s, 60s]", ttl)
 		}
 	})
 }
@@ -125,13 +131,14 @@ func TestMaxInAnyWindow(t *testing.T) {
 
 // TestBursts replays bursts of three times the limit around the edges of
 // the window and checks that the limiter admits a full limit exactly when the
-// oldest bucket has left, and never more than the limit in any minute.
+// previous burst is a minute old, not a millisecond earlier, and never more
+// than the limit in any minute.
 func TestBursts(t *testing.T) {
 	const limit = 10
 	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 	var schedule []time.Time
-	// Admitted: the bursts at 0, 60.999, 120.999 and 181 s.
-	for _, off := range []time.Duration{0, ms(59900), ms(60998), ms(60999), ms(120998), ms(120999), ms(180000), ms(181000)} {
+	// Admitted: the bursts at 0, 60, 120 and 180 s.
+	for _, off := range []time.Duration{0, ms(59999), ms(60000), ms(119999), ms(120000), ms(179999), ms(180000), ms(181000)} {
 		for range 3 * limit {
 			schedule = append(schedule, tAligned.Add(off))
 		}
@@ -155,7 +162,7 @@ func TestBursts(t *testing.T) {
 			}
 		}
 		if len(admitted) != 4*limit {
-			t.Fatalf("%d admitted, want %d (a full limit at 0, 60.999, 120.999 and 181 s)", len(admitted), 4*limit)
+			t.Fatalf("%d admitted, want %d (a full limit at 0, 60, 120 and 180 s)", len(admitted), 4*limit)
 		}
 		if n := maxInAnyWindow(admitted, time.Minute); n != limit {
 			t.Fatalf("at most %d admitted in any minute, want exactly the limit %d", n, limit)
@@ -179,12 +186,12 @@ func TestRedisClock(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Allow: %v", err)
 			}
-			if d.Allowed != want || d.Wait <= 0 || d.Wait >= 61*time.Second {
-				t.Fatalf("request %d: %+v, want allowed=%v and a wait within (0, 61s)", i+1, d, want)
+			if d.Allowed != want || d.Wait <= 0 || d.Wait > time.Minute {
+				t.Fatalf("request %d: %+v, want allowed=%v and a wait within (0, 60s]", i+1, d, want)
 			}
 		}
 		// The requests were counted at the server's TIME: half a minute later
-		// by that clock they still count, 62 s later they have left.
+		// by that clock they still count, 61 s later they have left.
 		srvTime, err := rdb.Time(t.Context()).Result()
 		if err != nil {
 			t.Fatal(err)
@@ -192,7 +199,7 @@ func TestRedisClock(t *testing.T) {
 		for _, tc := range []struct {
 			after time.Duration
 			allow bool
-		}{{30 * time.Second, false}, {62 * time.Second, true}} {
+		}{{30 * time.Second, false}, {61 * time.Second, true}} {
 			at := srvTime.Add(tc.after)
 			d, err := ratelimit.NewLimiter(rdb, 2, time.Minute, func() time.Time { return at }).Allow(t.Context(), prefix+"k")
 			if err != nil || d.Allowed != tc.allow {
@@ -229,6 +236,34 @@ func TestRetryAfterSeconds(t *testing.T) {
 		if got := (ratelimit.Decision{Wait: tc.wait}).RetryAfterSeconds(); got != tc.want {
 			t.Errorf("RetryAfterSeconds(%v) = %d, want %d", tc.wait, got, tc.want)
 		}
+	}
+}
+
+// TestRetryAfterAndReset: a refusal by a minute's window answers
+// Retry-After 60 and RateLimit-Reset 60 whatever its wait (never more than
+// the window); an admission's reset is its wait rounded up.
+func TestRetryAfterAndReset(t *testing.T) {
+	for _, tc := range []struct {
+		d                 ratelimit.Decision
+		retryAfter, reset int64
+	}{
+		{ratelimit.Decision{Wait: time.Millisecond}, 60, 60},
+		{ratelimit.Decision{Wait: 49500 * time.Millisecond}, 60, 60},
+		{ratelimit.Decision{Wait: time.Minute}, 60, 60},
+		{ratelimit.Decision{Wait: time.Minute + time.Millisecond}, 61, 61}, // never with WindowLua
+		{ratelimit.Decision{Allowed: true, Wait: time.Minute}, 60, 60},
+		{ratelimit.Decision{Allowed: true, Wait: 49500 * time.Millisecond}, 60, 50},
+		{ratelimit.Decision{Allowed: true, Wait: time.Millisecond}, 60, 1},
+	} {
+		if got := tc.d.RetryAfter(time.Minute); got != tc.retryAfter {
+			t.Errorf("%+v: RetryAfter(1m) = %d, want %d", tc.d, got, tc.retryAfter)
+		}
+		if got := tc.d.Reset(time.Minute); got != tc.reset {
+			t.Errorf("%+v: Reset(1m) = %d, want %d", tc.d, got, tc.reset)
+		}
+	}
+	if got := (ratelimit.Decision{Wait: time.Second}).RetryAfter(1500 * time.Millisecond); got != 2 {
+		t.Errorf("RetryAfter(1.5s) = %d, want 2 (rounded up)", got)
 	}
 }
 

@@ -15,26 +15,29 @@ const Buckets = 60
 //
 //	window_limit(key, limit, window_ms, now_ms) -> allowed, count, wait_ms
 //
-// It counts admitted requests in a ring of Buckets+1 per-bucket counters kept
-// in one string at key (a header, then 4 bytes per bucket: 266 bytes whatever
-// the limit or the traffic), with a running total, and admits the request
-// when fewer than limit lie in the buckets that overlap the last window_ms
-// milliseconds; the oldest, partial bucket counts in full, so the limiter may
-// refuse up to one bucket early but never admits more than limit in any
-// window-long interval (see the package documentation).
+// It counts admitted requests in a ring of Buckets+1 buckets kept in one
+// string at key (a header, then 7 bytes per bucket: its count and the time
+// of its newest admission; 449 bytes whatever the limit or the traffic),
+// with a running total, and admits the request when fewer than limit are
+// counted. A bucket, and so every request in it, is counted until its newest
+// admission is window_ms old: the limiter never admits more than limit in
+// any window-long interval, may refuse up to one bucket early, and a request
+// refused at now is admitted at now + window_ms at the latest (see the
+// package documentation).
 //
 // allowed is 1 or 0; count is the number of admitted requests counted now,
 // including this one when allowed; wait_ms is, when refused, the time until a
-// request would be admitted (with nothing admitted in between), and when
-// allowed, the time until the oldest counted request leaves the count (the
-// window's reset). now_ms < 0 means "use the Redis server's clock" (TIME), one
-// clock for every replica; a now_ms earlier than the latest admitted one
-// counts as that one, so a key's time never runs backwards. The key's TTL is
-// refreshed on every admission to when its newest bucket leaves the window,
-// so idle keys vanish. The function touches only key. A change of window_ms
-// for a key carries its whole count into the current bucket (never admitting
-// too many). A limit above 2^32-1 counts as 2^32-1. It needs Redis 6.0 or
-// later (SET KEEPTTL).
+// request would be admitted (with nothing admitted in between), at most
+// window_ms; when allowed, the time until the oldest counted request leaves
+// the count (the window's reset). now_ms < 0 means "use the Redis server's
+// clock" (TIME), one clock for every replica; a now_ms earlier than the
+// latest admitted one counts as that one, so a key's time never runs
+// backwards. The key's TTL is set on every admission to window_ms, when its
+// newest bucket leaves, so idle keys vanish. The function touches only key.
+// A change of window_ms for a key, or a key in the previous layout (4-byte
+// counts only), carries its whole count into the current bucket (never
+// admitting too many). A limit above 2^32-1 counts as 2^32-1, a window_ms
+// above 60*2^24 as 60*2^24 (buckets' offsets are 3 bytes).
 //
 // The string is encoded by hand (big-endian, string.byte/string.char) because
 // Redis's struct library is missing from miniredis, the in-process Redis.

@@ -79,8 +79,11 @@ func randomCase(r *rand.Rand) windowCase {
 //     window plus one bucket (less a millisecond);
 //   - a refusal's wait is when a request is admitted again, exact to the
 //     bucket: no earlier than an exact sliding log would admit, less than a
-//     bucket later; a request at now+wait-1 ms is refused, one at now+wait
-//     admitted, one after RetryAfterSeconds admitted.
+//     bucket later, and never more than the window; a request at
+//     now+wait-1 ms is refused, one at now+wait admitted, one after
+//     RetryAfterSeconds admitted, one a whole window after the refusal
+//     admitted (the clock carries sub-millisecond parts, which the script
+//     never sees: the same instant a window later is always enough).
 //
 // It returns the number of refusals.
 func runWindowCase(t *testing.T, rdb redis.UniversalClient, key string, c windowCase) int {
@@ -95,7 +98,7 @@ func runWindowCase(t *testing.T, rdb redis.UniversalClient, key string, c window
 	refused := 0
 	ask := func(when int64, why string) ratelimit.Decision {
 		t.Helper()
-		clk.Set(time.UnixMilli(when))
+		clk.Set(time.UnixMilli(when).Add(time.Duration(r.Int64N(int64(time.Millisecond)))))
 		got, err := l.Allow(t.Context(), key)
 		if err != nil {
 			t.Fatalf("%v: Allow: %v", c, err)
@@ -111,6 +114,9 @@ func runWindowCase(t *testing.T, rdb redis.UniversalClient, key string, c window
 				t.Fatalf("%v: refused at +%d ms with only %d admitted in the last %d ms", c, now-c.start.UnixMilli(), n, w+b-1)
 			}
 			exact := firstExactAdmission(before, c.limit, w, now)
+			if got.Wait <= 0 || got.Wait > c.window {
+				t.Fatalf("%v: refused at +%d ms, wait %v: not within (0, window]", c, now-c.start.UnixMilli(), got.Wait)
+			}
 			if again := now + got.Wait.Milliseconds(); again < exact || again > exact+b-1 {
 				t.Fatalf("%v: refused at +%d ms, wait %v: again at %d, exact %d, bucket %d ms", c, now-c.start.UnixMilli(), got.Wait, again, exact, b)
 			}
@@ -134,7 +140,7 @@ func runWindowCase(t *testing.T, rdb redis.UniversalClient, key string, c window
 			continue
 		}
 		now := m.NowMS(at)
-		switch r.IntN(2) {
+		switch r.IntN(3) {
 		case 0: // probe the exact wait
 			if again := ask(now+d.Wait.Milliseconds()-1, "a request 1 ms before the wait"); again.Allowed {
 				t.Fatalf("%v: admitted 1 ms before the wait %v", c, d.Wait)
@@ -142,6 +148,8 @@ func runWindowCase(t *testing.T, rdb redis.UniversalClient, key string, c window
 			at = now + d.Wait.Milliseconds()
 		case 1: // follow Retry-After
 			at = now + d.RetryAfterSeconds()*1000
+		case 2: // wait a whole window (an API 429's Retry-After)
+			at = now + w
 		}
 		if again := ask(at, "a request after the wait"); !again.Allowed {
 			t.Fatalf("%v: refused at +%d ms after waiting %v (Retry-After %d)", c, at-now, d.Wait, d.RetryAfterSeconds())
