@@ -153,14 +153,13 @@ func testTokenLimit(t *testing.T, e *env) {
 		wait       time.Duration
 		retryAfter int64
 	}{
-		// The first 30 (at .535 s) count until their second has left the
-		// minute: until +60.464 s.
-		{0, clients.TokenLimited, 30, 60464 * time.Millisecond, 61},
-		{10500 * time.Millisecond, clients.TokenLimited, 30, 49964 * time.Millisecond, 50},
-		{59 * time.Second, clients.TokenLimited, 30, 1464 * time.Millisecond, 2},
-		{time.Minute, clients.TokenLimited, 30, 464 * time.Millisecond, 1},
-		{60463 * time.Millisecond, clients.TokenLimited, 30, time.Millisecond, 1},
-		{60464 * time.Millisecond, clients.Authenticated, 1, time.Minute, 60},
+		// The first 30 (at .535 s) count until they are a minute old: until
+		// +60 s, never later than a minute after a refusal.
+		{0, clients.TokenLimited, 30, time.Minute, 60},
+		{10500 * time.Millisecond, clients.TokenLimited, 30, 49500 * time.Millisecond, 50},
+		{59 * time.Second, clients.TokenLimited, 30, time.Second, 1},
+		{59999 * time.Millisecond, clients.TokenLimited, 30, time.Millisecond, 1},
+		{time.Minute, clients.Authenticated, 1, time.Minute, 60},
 	}
 	for _, tc := range tests {
 		e.clock.Set(t0.Add(tc.at))
@@ -211,7 +210,7 @@ func testTokenLimitAnyWindow(t *testing.T, e *env) {
 		t0 := e.clock.Now()
 		schedule, bursts := burstSchedule(t0)
 		admitted := replay(t, e, schedule, 30, admit)
-		if got, want := perBurst(admitted, t0, bursts), []int{30, 0, 30, 0, 30, 0, 30, 30}; !slices.Equal(got, want) {
+		if got, want := perBurst(admitted, t0, bursts), []int{30, 0, 30, 0, 30, 30, 0, 30}; !slices.Equal(got, want) {
 			t.Fatalf("admitted per burst = %v, want %v", got, want)
 		}
 	})
@@ -254,9 +253,9 @@ func testFailureBudget(t *testing.T, e *env) {
 		if a.Outcome != clients.TooManyFailures || a.Repeated {
 			t.Fatalf("past the budget: %+v, want TooManyFailures", a)
 		}
-		// The oldest failure, at t0, frees a slot when its second has
-		// left the minute.
-		if want := t0.Add(firstWait(t0)).Sub(e.clock.Now()); a.Decision.Wait != want {
+		// The oldest failure, at t0, frees a slot when it is a minute
+		// old.
+		if want := t0.Add(firstWait()).Sub(e.clock.Now()); a.Decision.Wait != want {
 			t.Fatalf("TooManyFailures wait = %v, want %v", a.Decision.Wait, want)
 		}
 	}
@@ -281,7 +280,7 @@ func testFailureBudget(t *testing.T, e *env) {
 	if a := try(clients.NewClientID(), "x", testAddr); a.Outcome != clients.BadCredentials {
 		t.Fatalf("unknown id from the guessing address: %+v", a)
 	}
-	e.clock.Set(t0.Add(firstWait(t0)))
+	e.clock.Set(t0.Add(firstWait()))
 	if a := try(c.ID, secret, testAddr); a.Outcome != clients.Authenticated {
 		t.Fatalf("right secret once a slot is free: %+v", a)
 	}
@@ -342,7 +341,7 @@ func testStaleSecretNoLockout(t *testing.T, e *env) {
 	}
 	t.Logf("stale secret 20/s for 3 min: %v; right secret %d of %d authenticated; %d secrets compared", stale, ok, n, checked)
 	// Compared once at the start and again each time its failure had left
-	// the log (61 s later: the oldest second counts in full).
+	// the log (a minute later).
 	if stale["401 compared"] != 3 || stale["429 repeat"] == 0 || ok != n {
 		t.Errorf("stale: %v, right secret %d of %d; want 3 compared, repeats slowed, every right one authenticated", stale, ok, n)
 	}

@@ -26,7 +26,7 @@ import (
 // for the whole replay, and tags leave only by the script's own pruning.
 type authModel struct {
 	flimit, rlimit int64
-	window, fb     int64
+	window         int64
 	secrets        map[string]int64 // secret -> id
 	failures       *ratelimit.Model
 	failed         bool             // the failure log exists
@@ -38,7 +38,7 @@ type authModel struct {
 func newAuthModel(flimit, rlimit, tokenLimit int64) *authModel {
 	w := clients.Window.Milliseconds()
 	return &authModel{
-		flimit: flimit, rlimit: rlimit, window: w, fb: (w + 59) / 60,
+		flimit: flimit, rlimit: rlimit, window: w,
 		secrets: map[string]int64{}, tags: map[string]int64{},
 		failures: ratelimit.NewModel(flimit, clients.Window), repeats: ratelimit.NewModel(rlimit, clients.Window),
 		tokens: ratelimit.NewModel(tokenLimit, clients.Window),
@@ -54,16 +54,17 @@ type modelResult struct {
 }
 
 func (m *authModel) attempt(secret string, now int64) modelResult {
-	fj0 := floorDiv(now-m.window+1, m.fb)
 	count := int64(0)
 	if m.failed {
-		if seen, ok := m.tags[secret]; ok && floorDiv(seen, m.fb) >= fj0 {
+		// A tag counts while its own failure is less than a window old
+		// (that failure's bucket is then counted too).
+		if seen, ok := m.tags[secret]; ok && seen > now-m.window {
 			if d := m.repeats.DecideMS(now); !d.Allowed {
 				return modelResult{Outcome: clients.TooManyFailures, Repeated: true}
 			}
 			return modelResult{Outcome: clients.BadCredentials, Repeated: true}
 		}
-		count = m.counted(now)
+		count = m.failures.Counted(now)
 	}
 	if count >= m.flimit {
 		return modelResult{Outcome: clients.TooManyFailures}
@@ -74,7 +75,7 @@ func (m *authModel) attempt(secret string, now int64) modelResult {
 		m.failed = true
 		if int64(len(m.tags)) >= m.flimit {
 			for tag, at := range m.tags {
-				if floorDiv(at, m.fb) < fj0 {
+				if at <= now-m.window {
 					delete(m.tags, tag)
 				}
 			}
@@ -87,27 +88,6 @@ func (m *authModel) attempt(secret string, now int64) modelResult {
 		return modelResult{Outcome: clients.TokenLimited, SecretID: sid}
 	}
 	return modelResult{Outcome: clients.Authenticated, SecretID: sid, Allowed: true}
-}
-
-// counted is how many failures the window counts at now.
-func (m *authModel) counted(now int64) int64 {
-	now = m.failures.NowMS(now)
-	j0 := floorDiv(now-m.window+1, m.fb)
-	n := int64(0)
-	for _, at := range m.failures.Admitted() {
-		if floorDiv(at, m.fb) >= j0 {
-			n++
-		}
-	}
-	return n
-}
-
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if a%b != 0 && (a < 0) != (b < 0) {
-		q--
-	}
-	return q
 }
 
 // testAuthModel replays random attempts (the two secrets, stale and made-up

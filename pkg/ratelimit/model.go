@@ -36,12 +36,21 @@ func (m *Model) NowMS(at int64) int64 {
 	return at
 }
 
+// Counted is how many admitted requests a request at at (ms) would find
+// counted, without deciding it.
+func (m *Model) Counted(at int64) int64 { return int64(len(m.admitted) - m.oldest(m.NowMS(at))) }
+
+// oldest is the index of the oldest admitted request counted at now: the
+// first whose bucket's newest admission is less than a window old (later
+// than now-window).
+func (m *Model) oldest(now int64) int {
+	return sort.Search(len(m.admitted), func(i int) bool { return m.leaves(i) > now })
+}
+
 // DecideMS decides a request at at (ms since the epoch).
 func (m *Model) DecideMS(at int64) Decision {
 	now := m.NowMS(at)
-	// Counted: the admitted requests whose bucket's newest admission is
-	// less than a window old (later than now-window).
-	i := sort.Search(len(m.admitted), func(i int) bool { return m.leaves(i) > now })
+	i := m.oldest(now)
 	in := m.admitted[i:]
 	n := int64(len(in))
 	if n < m.limit {

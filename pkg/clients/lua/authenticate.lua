@@ -59,13 +59,13 @@ local window, flimit = tonumber(ARGV[6]), tonumber(ARGV[7])
 -- checks nothing; a failure is counted in the same script, so no burst gets
 -- more than the budget checked. Without a failure log there is no tag.
 local failures = 0
--- A tag lives as long as its failure counts in the failure log (its
--- one-second bucket, fb ms, overlapping the window).
+-- A tag counts while its own failure is less than a window old (that
+-- failure's bucket then counts in the failure log too: package ratelimit's
+-- window drops a bucket a window after its newest request).
 local fb = math.floor((window + 59) / 60)
-local fj0 = math.floor((now - window + 1) / fb)
 if redis.call('EXISTS', KEYS[3]) == 1 then
   local seen = tonumber(redis.call('HGET', KEYS[4], ARGV[8]))
-  if seen and math.floor(seen / fb) >= fj0 then
+  if seen and seen > now - window then
     -- A credential whose failure still counts: not checked again, not a
     -- new guess; limited apart.
     local ok, _, rwait = window_limit(KEYS[5], tonumber(ARGV[9]), window, now)
@@ -103,7 +103,7 @@ if not sid then
   if redis.call('HLEN', KEYS[4]) >= flimit then
     local tags = redis.call('HGETALL', KEYS[4])
     for i = 1, #tags, 2 do
-      if math.floor(tonumber(tags[i + 1]) / fb) < fj0 then redis.call('HDEL', KEYS[4], tags[i]) end
+      if tonumber(tags[i + 1]) <= now - window then redis.call('HDEL', KEYS[4], tags[i]) end
     end
   end
   redis.call('HSET', KEYS[4], ARGV[8], now)
