@@ -85,16 +85,17 @@ var (
 )
 
 // rateLimited is the 429 of a refused request: Retry-After is the spec's 60
-// (Limits), or the limiter's own wait when that is longer: package ratelimit
-// counts the oldest second in full, so a request can be admitted again up
-// to 61 s after the window filled, and a client that waits Retry-After
-// seconds is always admitted.
+// (Limits), the window's length (ratelimit.Decision.RetryAfter): package
+// ratelimit admits a request at the latest a window after a refusal, so a
+// client that waits Retry-After seconds, having sent nothing since, is
+// always admitted.
 func rateLimited(d ratelimit.Decision) *problem {
-	if d.RetryAfterSeconds() <= 60 {
+	s := strconv.FormatInt(d.RetryAfter(clients.Window), 10)
+	if s == errRateLimited.retryAfter {
 		return errRateLimited
 	}
 	p := *errRateLimited
-	p.retryAfter = strconv.FormatInt(d.RetryAfterSeconds(), 10)
+	p.retryAfter = s
 	return &p
 }
 

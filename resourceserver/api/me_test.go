@@ -67,7 +67,7 @@ func TestMe(t *testing.T) {
 			wantHeader(t, rec, map[string]string{
 				"Cache-Control":    "no-store",
 				"RateLimit-Limit":  "120",
-				"RateLimit-Reset":  "61",
+				"RateLimit-Reset":  "60",
 				"WWW-Authenticate": "",
 			})
 			if !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(rec.Header().Get("X-Request-Id")) {

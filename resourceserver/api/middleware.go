@@ -85,10 +85,11 @@ func refusal(out admission.Outcome) error {
 
 // setRateLimitHeaders reports the client's limit (the RateLimit-Limit,
 // RateLimit-Remaining and RateLimit-Reset fields of the IETF httpapi
-// rate-limit headers draft; see the package documentation).
+// rate-limit headers draft; see the package documentation). On a 429
+// RateLimit-Reset equals Retry-After (ratelimit.Decision.Reset).
 func setRateLimitHeaders(c *gin.Context, limit int64, d ratelimit.Decision) {
 	h := c.Writer.Header()
 	h.Set("RateLimit-Limit", strconv.FormatInt(limit, 10))
 	h.Set("RateLimit-Remaining", strconv.FormatInt(d.Remaining(limit), 10))
-	h.Set("RateLimit-Reset", strconv.FormatInt(d.RetryAfterSeconds(), 10))
+	h.Set("RateLimit-Reset", strconv.FormatInt(d.Reset(clients.Window), 10))
 }

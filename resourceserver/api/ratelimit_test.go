@@ -15,72 +15,132 @@ import (
 
 const detailRateLimited = "rate limit exceeded; retry after the time in Retry-After"
 
-// The 121st request within a minute answers 429 whichever replica it hits;
-// once the first second's requests have left the minute (package ratelimit
-// counts whole one-second buckets), as many are admitted again.
+// The 121st request within a minute answers 429 whichever replica it hits,
+// with Retry-After and RateLimit-Reset both 60; a 200's RateLimit-Reset is
+// the whole seconds until the oldest counted requests leave. Package
+// ratelimit counts one-second buckets, each until its newest request is a
+// minute old: the first second's ten requests leave together a minute
+// after the tenth, and as many are admitted again.
 func TestRateLimitAcrossReplicas(t *testing.T) {
 	f := newFixture(t)
+	f.clock.Set(f.clock.Now().Truncate(time.Second).Add(time.Second))
+	t0 := f.clock.Now()
 	replicas := []*server{f.server(), f.server()}
 	c := f.client("st-marys", clients.EnvironmentLive, clients.AudienceHospital)
 	tok := f.token(c, "")
-	// The first request counts until its second has left the minute.
-	leaves := f.clock.Now().Truncate(time.Second).Add(61*time.Second - time.Millisecond)
-	resetAt := func() string {
-		return strconv.FormatInt(int64((leaves.Sub(f.clock.Now())+time.Second-1)/time.Second), 10)
-	}
+	// The first second's newest request is the tenth, at +0.9 s.
+	leaves := t0.Add(900*time.Millisecond + time.Minute)
 
 	for i := range 120 {
 		rec := doGet(t, replicas[i%2].handler, "/api/v1/me/", tok)
 		if rec.Code != http.StatusOK {
 			t.Fatalf("request %d: %d %s", i+1, rec.Code, rec.Body)
 		}
+		// Whole seconds (rounded up) until the first second's newest
+		// request so far is a minute old.
+		newest := t0.Add(time.Duration(min(i, 9)) * 100 * time.Millisecond)
+		reset := (newest.Add(time.Minute).Sub(f.clock.Now()) + time.Second - 1) / time.Second
 		wantHeader(t, rec, map[string]string{
 			"RateLimit-Limit":     "120",
 			"RateLimit-Remaining": strconv.Itoa(119 - i),
-			// Whole seconds (rounded up) until the first request's second
-			// has left the minute.
-			"RateLimit-Reset": resetAt(),
+			"RateLimit-Reset":     strconv.FormatInt(int64(reset), 10),
 		})
 		f.clock.Add(100 * time.Millisecond) // 120 requests in 12 seconds
 	}
-	for i, s := range replicas {
-		req := httptest.NewRequest(http.MethodGet, "/api/v1/me/", nil)
-		req.Header.Set("Authorization", "Bearer "+tok)
-		rec := serve(s.handler, req)
-		wantJSON(t, rec, http.StatusTooManyRequests, map[string]any{"detail": detailRateLimited})
-		wantHeader(t, rec, map[string]string{
-			"Retry-After":         "60",
-			"RateLimit-Limit":     "120",
-			"RateLimit-Remaining": "0",
-			"RateLimit-Reset":     resetAt(),
-			"Cache-Control":       "no-store",
-			"WWW-Authenticate":    "",
-		})
-		f.validate(req, rec)
-		if t.Failed() {
-			t.Fatalf("replica %d", i)
+	refused := func(what string) {
+		t.Helper()
+		for i, s := range replicas {
+			req := httptest.NewRequest(http.MethodGet, "/api/v1/me/", nil)
+			req.Header.Set("Authorization", "Bearer "+tok)
+			rec := serve(s.handler, req)
+			wantJSON(t, rec, http.StatusTooManyRequests, map[string]any{"detail": detailRateLimited})
+			wantHeader(t, rec, map[string]string{
+				"Retry-After":         "60",
+				"RateLimit-Limit":     "120",
+				"RateLimit-Remaining": "0",
+				"RateLimit-Reset":     "60",
+				"Cache-Control":       "no-store",
+				"WWW-Authenticate":    "",
+			})
+			f.validate(req, rec)
+			if t.Failed() {
+				t.Fatalf("%s, replica %d", what, i)
+			}
 		}
 	}
-	// Just before the first second has left the minute: still refused.
+	refused("the 121st")
+	// Just before the first second has left the minute: still refused, and
+	// Retry-After is still 60 (waiting longer than needed is still true).
 	f.clock.Set(leaves.Add(-time.Millisecond))
-	if rec := doGet(t, replicas[0].handler, "/api/v1/me/", tok); rec.Code != http.StatusTooManyRequests {
-		t.Fatalf("1 ms before the first second has left: %d", rec.Code)
-	}
-	// Then the requests of the first request's second are gone: as many
-	// are admitted again, then refused.
+	refused("1 ms before the first second leaves")
+	// Then the first second's ten requests are gone: ten are admitted
+	// again, then refused.
 	f.clock.Set(leaves)
-	n := 0
-	for ; n < 20; n++ {
+	for n := range 10 {
 		if rec := doGet(t, replicas[n%2].handler, "/api/v1/me/", tok); rec.Code != http.StatusOK {
-			break
+			t.Fatalf("request %d when the first second left: %d", n+1, rec.Code)
 		}
 	}
-	if n == 0 || n > 10 {
-		t.Fatalf("%d requests admitted when the first second left; want 1 to 10 (that second's)", n)
+	refused("the 11th when the first second left")
+}
+
+// TestRateLimitRetryAfterIsTrue: Retry-After 60 on a 429 is always enough.
+// The 121st request of a window in the same instant as the 120 before it
+// (sub-millisecond parts included) is refused with Retry-After 60 and
+// RateLimit-Reset 60 (never 61); a request a millisecond under 60 s later
+// is still refused, one exactly 60 s later, having sent nothing since, is
+// admitted (the limiter's clock is whole milliseconds, rounded down alike
+// for both requests); and so is one exactly 60 s after a refusal later in
+// the first request's second.
+func TestRateLimitRetryAfterIsTrue(t *testing.T) {
+	f := newFixture(t)
+	f.clock.Set(f.clock.Now().Truncate(time.Second).Add(time.Second + 999_999_999*time.Nanosecond))
+	s := f.server()
+	c := f.client("st-marys", clients.EnvironmentLive, clients.AudienceHospital)
+	tok := f.token(c, "")
+	for i := range 120 {
+		if rec := doGet(t, s.handler, "/api/v1/me/", tok); rec.Code != http.StatusOK {
+			t.Fatalf("request %d: %d", i+1, rec.Code)
+		}
 	}
-	if rec := doGet(t, replicas[0].handler, "/api/v1/me/", tok); rec.Code != http.StatusTooManyRequests {
-		t.Fatalf("then: %d", rec.Code)
+	want429 := func(what string) {
+		t.Helper()
+		rec := doGet(t, s.handler, "/api/v1/me/", tok)
+		wantJSON(t, rec, http.StatusTooManyRequests, map[string]any{"detail": detailRateLimited})
+		wantHeader(t, rec, map[string]string{"Retry-After": "60", "RateLimit-Reset": "60", "RateLimit-Remaining": "0"})
+		if t.Failed() {
+			t.Fatal(what)
+		}
 	}
+	want200 := func(what string) {
+		t.Helper()
+		if rec := doGet(t, s.handler, "/api/v1/me/", tok); rec.Code != http.StatusOK {
+			t.Fatalf("%s: %d %s", what, rec.Code, rec.Body)
+		}
+	}
+	refusedAt := f.clock.Now()
+	want429("the 121st in the same instant")
+	f.clock.Set(refusedAt.Add(time.Minute - time.Millisecond))
+	want429("a millisecond under 60 s after the 429")
+	f.clock.Set(refusedAt.Add(time.Minute))
+	want200("exactly 60 s after the 429")
+
+	// A refusal 0.4 s into the window's first second: 60 s after it is
+	// enough too (and needed: the 120 admitted in the same instant leave
+	// together).
+	f.clock.Add(2 * time.Minute)
+	first := f.clock.Now()
+	for range 119 {
+		want200("a new window")
+	}
+	f.clock.Add(400 * time.Millisecond)
+	want200("the 120th, 0.4 s later")
+	want429("the 121st, 0.4 s after the first")
+	refusedAt = f.clock.Now()
+	f.clock.Set(first.Add(time.Minute - time.Millisecond))
+	want429("before the first 119 are a minute old")
+	f.clock.Set(refusedAt.Add(time.Minute))
+	want200("60 s after the 429")
 }
 
 // Whatever the rhythm, no more than the limit succeed in any 60-second
@@ -133,11 +193,20 @@ func TestRateLimitSlidingWindow(t *testing.T) {
 		}
 	}
 	// ...and a request is refused only when the limit is reached, counting
-	// the oldest second in full (package ratelimit's one-second buckets).
+	// a one-second bucket until its newest request is a minute old (package
+	// ratelimit).
+	bucketNewest := map[time.Time]time.Time{}
+	for _, a := range admitted {
+		bucketNewest[a.Truncate(time.Second)] = a
+	}
 	counted := func(at time.Time) int {
 		n := 0
 		for _, a := range admitted {
-			if !a.After(at) && at.Before(a.Truncate(time.Second).Add(61*time.Second)) {
+			newest := bucketNewest[a.Truncate(time.Second)]
+			if newest.After(at) { // admitted after at, in the same second
+				newest = at
+			}
+			if !a.After(at) && at.Sub(newest) < time.Minute {
 				n++
 			}
 		}
