@@ -35,18 +35,20 @@
 //
 // Each client may make rate_limit_per_minute requests (default 120) in any
 // 60 seconds, counted in Redis across every replica (one-second buckets,
-// package ratelimit: the oldest second counts in full, so RateLimit-Reset
-// may say up to 61); a limit changed with "authserver clients set-rate-limit"
-// applies from the next request. Past it the answer is 429 with
-// Retry-After: 60 (spec: Limits). Every answer to an admitted or
+// package ratelimit, each counted until its newest request is 60 s old); a
+// limit changed with "authserver clients set-rate-limit" applies from the
+// next request. Past it the answer is 429 with Retry-After: 60 (spec:
+// Limits), which is always true: a request sent 60 s after a 429, with
+// nothing sent in between, is admitted. Every answer to an admitted or
 // rate-limited request carries the rate-limit fields of the IETF httpapi
 // draft "RateLimit header fields for HTTP" in their original three-field
 // form:
 //
 //	RateLimit-Limit      the client's requests per minute
 //	RateLimit-Remaining  requests left in the current 60-second window
-//	RateLimit-Reset      seconds until the oldest counted request leaves the
-//	                     window, i.e. until one more request is admitted
+//	RateLimit-Reset      on a 200, seconds until the oldest counted requests
+//	                     leave the window and free their places; on a 429,
+//	                     equal to Retry-After (60)
 //
 // Answers that count nothing (400, 401, 503) carry none.
 //
