@@ -34,8 +34,9 @@ func TestTokenRateLimit(t *testing.T) {
 		tokenReply(t, post(t, base+PathToken, formType, grant(), basic(id, secret)), "events.subscribe")
 	}
 	// The 31st at 20.5 s, on either replica: the first second's ten count
-	// until their second has left the minute, at 60.999 s (package
-	// ratelimit counts whole one-second buckets, never too few).
+	// until the newest of them (at 0.9 s) is a minute old, at 60.9 s
+	// (package ratelimit counts one-second buckets, never too few):
+	// Retry-After is 40.4 s rounded up.
 	e.rate.Set(t0.Add(20500 * time.Millisecond))
 	for _, base := range []string{e.url, other} {
 		r := post(t, base+PathToken, formType, grant(), basic(id, secret))
@@ -47,10 +48,15 @@ func TestTokenRateLimit(t *testing.T) {
 	r := post(t, other+PathToken, formType, form("grant_type", "client_credentials", "client_id", id, "client_secret", secret))
 	wantStatus(t, r, http.StatusTooManyRequests)
 
-	// The refusals were not counted: at 60.999 s the first second's ten
+	// The refusals were not counted: 1 ms before 60.9 s still refused;
+	// at 60.9 s, 41 s after the first refusal, the first second's ten
 	// have left and ten requests are admitted; the next must wait for the
 	// second second's bucket, 1 s away.
-	e.rate.Set(t0.Add(60999 * time.Millisecond))
+	e.rate.Set(t0.Add(60899 * time.Millisecond))
+	r = post(t, e.url+PathToken, formType, grant(), basic(id, secret))
+	wantStatus(t, r, http.StatusTooManyRequests)
+	wantHeaders(t, r, map[string]string{"Retry-After": "1"})
+	e.rate.Set(t0.Add(60900 * time.Millisecond))
 	for range 10 {
 		tokenReply(t, post(t, other+PathToken, formType, grant(), basic(id, secret)), "events.subscribe")
 	}
@@ -74,17 +80,17 @@ func TestTokenRateLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ttl <= 0 || ttl > time.Minute+time.Second {
-		t.Errorf("token count TTL %v, want within (0, 61s]", ttl)
+	if ttl <= 0 || ttl > time.Minute {
+		t.Errorf("token count TTL %v, want within (0, 60s]", ttl)
 	}
 }
 
 // TestTokenRateLimitAnyWindow (point 6) replays a pseudo-random schedule of
 // token requests across two replicas with the injected clock and checks
-// every answer against package ratelimit's reference model (whole
-// one-second buckets), that every refusal came with a full window (the
-// oldest second counted in full), that Retry-After is the model's wait, and
-// that no 60-second window ever saw more than 30 tokens.
+// every answer against package ratelimit's reference model (one-second
+// buckets, each counted until its newest token is a minute old), that every
+// refusal came with a full window, that Retry-After is the model's wait (at
+// most 60) and that no 60-second window ever saw more than 30 tokens.
 func TestTokenRateLimitAnyWindow(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -108,10 +114,15 @@ func TestTokenRateLimitAnyWindow(t *testing.T) {
 		if rng.IntN(2) == 1 {
 			base = other
 		}
-		// Tokens whose second overlaps the last minute.
+		// Tokens counted: those of a second whose newest token is less
+		// than a minute old.
+		newest := map[time.Time]time.Time{}
+		for _, at := range issued {
+			newest[at.Truncate(time.Second)] = at
+		}
 		var inWindow []time.Time
 		for _, at := range issued {
-			if at.Truncate(time.Second).After(now.Add(-time.Minute - time.Second)) {
+			if newest[at.Truncate(time.Second)].After(now.Add(-time.Minute)) {
 				inWindow = append(inWindow, at)
 			}
 		}
@@ -128,8 +139,8 @@ func TestTokenRateLimitAnyWindow(t *testing.T) {
 			if want.Allowed || len(inWindow) < limit {
 				t.Fatalf("request %d at %v: refused with only %d tokens in the window (model: %+v)", i, now.Sub(epoch), len(inWindow), want)
 			}
-			if got, want := r.Header.Get("Retry-After"), strconv.FormatInt(want.RetryAfterSeconds(), 10); got != want {
-				t.Fatalf("request %d: Retry-After %s, want %s", i, got, want)
+			if got, ra := r.Header.Get("Retry-After"), strconv.FormatInt(want.RetryAfterSeconds(), 10); got != ra || want.Wait > time.Minute {
+				t.Fatalf("request %d: Retry-After %s, want %s (at most 60)", i, got, ra)
 			}
 		default:
 			t.Fatalf("request %d: status %d: %s", i, r.Status, r.Body)
@@ -180,8 +191,8 @@ func TestFailureLimitPerAddress(t *testing.T) {
 	// Good credentials from that address: refused without being checked,
 	// on both endpoints.
 	before := e.checked()
-	blocked(post(t, e.url+PathToken, formType, grant(), basic(id, secret), from(attacker)), "61")
-	blocked(post(t, e.url+PathIntrospect, formType, form("token", "x"), basic(id, secret), from(attacker)), "61")
+	blocked(post(t, e.url+PathToken, formType, grant(), basic(id, secret), from(attacker)), "60")
+	blocked(post(t, e.url+PathIntrospect, formType, form("token", "x"), basic(id, secret), from(attacker)), "60")
 	if d := e.checked() - before; d != 0 {
 		t.Errorf("%d secrets of a blocked address were checked", d)
 	}
@@ -190,10 +201,12 @@ func TestFailureLimitPerAddress(t *testing.T) {
 	tokenReply(t, post(t, e.url+PathToken, formType, grant(), basic(id, secret)), "events.subscribe")
 	// Retry-After counts down with the clock...
 	e.rate.Add(20500 * time.Millisecond)
-	blocked(post(t, e.url+PathToken, formType, grant(), basic(id, secret), from(attacker)), "41")
-	// ...and when the failures' second has left the window, the address is
-	// served.
-	e.rate.Set(epoch.Add(61 * time.Second))
+	blocked(post(t, e.url+PathToken, formType, grant(), basic(id, secret), from(attacker)), "40")
+	e.rate.Set(epoch.Add(time.Minute - time.Millisecond))
+	blocked(post(t, e.url+PathToken, formType, grant(), basic(id, secret), from(attacker)), "1")
+	// ...and when the failures are a minute old, 60 s after the first
+	// refusal, the address is served.
+	e.rate.Set(epoch.Add(time.Minute))
 	tokenReply(t, post(t, e.url+PathToken, formType, grant(), basic(id, secret), from(attacker)), "events.subscribe")
 
 	// Replicas share the count: two failures on one and one on the other
@@ -202,14 +215,14 @@ func TestFailureLimitPerAddress(t *testing.T) {
 	for _, base := range []string{e.url, e.url, other} {
 		wantStatus(t, post(t, base+PathToken, formType, grant(), basic(id, clients.NewSecret()), from(spread)), http.StatusUnauthorized)
 	}
-	blocked(post(t, other+PathToken, formType, grant(), basic(id, secret), from(spread)), "61")
+	blocked(post(t, other+PathToken, formType, grant(), basic(id, secret), from(spread)), "60")
 
 	// Failed introspection callers count too.
 	const prober = "203.0.113.9"
 	for range n {
 		wantStatus(t, post(t, e.url+PathIntrospect, formType, form("token", "x"), basic(id, clients.NewSecret()), from(prober)), http.StatusUnauthorized)
 	}
-	blocked(post(t, e.url+PathToken, formType, grant(), basic(id, secret), from(prober)), "61")
+	blocked(post(t, e.url+PathToken, formType, grant(), basic(id, secret), from(prober)), "60")
 }
 
 // TestFailuresNeverLockOutANeighbour: behind one address (a hospital's
