@@ -268,11 +268,11 @@ func TestTokenEndpoint429(t *testing.T) {
 	if len(h) != 3 || h[1].Status != 429 || h[2].Status != 200 {
 		t.Fatalf("answers %v, want 200, 429, 200", h)
 	}
-	// The first request's second counts until it has left the minute:
-	// 61 s after it, 41 s from now.
+	// The first request counts until it is a minute old: 40 s from now;
+	// the retry after that wait was admitted.
 	ra, _ := strconv.Atoi(h[1].RetryAfter)
-	if ra != 41 || !slices.Equal(sl.Waits(), []time.Duration{41 * time.Second}) || second.AccessToken == first.AccessToken {
-		t.Fatalf("Retry-After %q, waits %v, want one wait of 41s", h[1].RetryAfter, sl.Waits())
+	if ra != 40 || !slices.Equal(sl.Waits(), []time.Duration{40 * time.Second}) || second.AccessToken == first.AccessToken {
+		t.Fatalf("Retry-After %q, waits %v, want one wait of 40s", h[1].RetryAfter, sl.Waits())
 	}
 
 	// MaxWait below the server's Retry-After: no wait, a typed error.
@@ -284,8 +284,8 @@ func TestTokenEndpoint429(t *testing.T) {
 	}
 	_, err = impatient.TokenContext(ctx)
 	var te *partnerclient.TokenError
-	if !errors.As(err, &te) || te.StatusCode != 429 || te.Code != "slow_down" || te.RetryAfter != 61*time.Second {
-		t.Fatalf("error %v, want slow_down with Retry-After 61s", err)
+	if !errors.As(err, &te) || te.StatusCode != 429 || te.Code != "slow_down" || te.RetryAfter != 60*time.Second {
+		t.Fatalf("error %v, want slow_down with Retry-After 60s", err)
 	}
 	// A context that ends before Retry-After: no wait either.
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -299,9 +299,10 @@ func TestTokenEndpoint429(t *testing.T) {
 	}
 }
 
-// TestAPI429: the API's 429 is waited out for its Retry-After (here 61 s:
-// right after the limit was reached, the oldest second still counts) and
-// retried; above MaxWait it comes back as an *APIError with its detail.
+// TestAPI429: the API's 429 is waited out for its Retry-After (60 s, here
+// counted from a refusal at the same instant as the request that filled the
+// window, the closest case) and the retry, exactly 60 s later, is admitted;
+// above MaxWait it comes back as an *APIError with its detail.
 func TestAPI429(t *testing.T) {
 	t.Parallel()
 	s := newStack(t)
@@ -320,9 +321,9 @@ func TestAPI429(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	want := []answer{{tokenPath, 200, ""}, {pathMe, 200, ""}, {pathMe, 429, "61"}, {pathMe, 200, ""}}
-	if got := s.history(); !slices.Equal(got, want) || !slices.Equal(sl.Waits(), []time.Duration{61 * time.Second}) {
-		t.Fatalf("answers %v (want %v), waits %v (want [1m1s])", got, want, sl.Waits())
+	want := []answer{{tokenPath, 200, ""}, {pathMe, 200, ""}, {pathMe, 429, "60"}, {pathMe, 200, ""}}
+	if got := s.history(); !slices.Equal(got, want) || !slices.Equal(sl.Waits(), []time.Duration{60 * time.Second}) {
+		t.Fatalf("answers %v (want %v), waits %v (want [1m0s])", got, want, sl.Waits())
 	}
 
 	cfg := s.config(id, secret, sl)
@@ -333,7 +334,7 @@ func TestAPI429(t *testing.T) {
 	}
 	_, err = impatient.Me(ctx)
 	var ae *partnerclient.APIError
-	if !errors.As(err, &ae) || ae.StatusCode != 429 || ae.Detail != "rate limit exceeded; retry after the time in Retry-After" || ae.RetryAfter != 61*time.Second {
+	if !errors.As(err, &ae) || ae.StatusCode != 429 || ae.Detail != "rate limit exceeded; retry after the time in Retry-After" || ae.RetryAfter != 60*time.Second {
 		t.Fatalf("error %v, want the API's 429", err)
 	}
 	if len(sl.Waits()) != 1 {
