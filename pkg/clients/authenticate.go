@@ -28,8 +28,16 @@ func str(v any) string { s, _ := v.(string); return s }
 // constant time: what is compared is a SHA-256 digest of a 220-bit random
 // secret, and learning how much of a stored digest an attempt's digest
 // matches tells nothing about the secret (it would take SHA-256 preimages
-// to use). Unknown, wrong-secret and revoked attempts take this one path;
-// an unknown id writes nothing, the others count a failure.
+// to use). Unknown, wrong-secret and revoked attempts take this one path,
+// the same Redis commands in the same order: an unknown id counts a failure
+// and leaves a tag like a wrong secret, on keys it deletes before the
+// script returns, so the time of an invalid_client does not tell which ids
+// exist and made-up ids leave nothing behind. (What remains: a known id
+// carries its failures from one attempt to the next, an unknown one does
+// not, so repeated attempts for one id from one address still differ, most
+// visibly when the failure budget answers slow_down after the limit of
+// distinct wrong secrets; keeping failures for made-up ids would cost
+// memory per made-up id.)
 //
 // Failures are limited per (address, client) so that a stale integration
 // cannot lock out its own valid siblings behind the same address (issue 21):

@@ -45,7 +45,11 @@ end
 
 local st = redis.call('HMGET', KEYS[1], 'status', 'secret_digest', 'generation', 'scopes', 'token_rate_limit',
   'auth_method', 'keys_version', 'secret_id', 'secret2_digest', 'secret2_id', 'revoked_until')
-if not st[3] then return reply(UNKNOWN) end
+-- An unknown id takes the path of a wrong secret, failure accounting
+-- included, so that the time of the answer does not tell which ids exist;
+-- the keys it wrote are deleted before it returns (made-up ids leave
+-- nothing behind).
+local unknown = not st[3]
 local keyed = st[6] == 'private_key_jwt'
 local assertion = ARGV[10] == 'assertion'
 -- The assertion was checked against keys older than the client's: the
@@ -108,6 +112,10 @@ if not sid then
   end
   redis.call('HSET', KEYS[4], ARGV[8], now)
   redis.call('PEXPIRE', KEYS[4], window + fb)
+  if unknown then
+    redis.call('DEL', KEYS[3], KEYS[4])
+    return reply(UNKNOWN)
+  end
   return reply(BAD)
 end
 
