@@ -72,7 +72,7 @@ func newManager(gen *generator) *manage.Manager {
 // issue has go-oauth2 issue the token of an authenticated request, with the
 // scope authenticate granted, and returns the 200 answer's body.
 func (s *Server) issue(ctx context.Context, req *clientRequest, auth clients.Authentication) (tokenResponse, error) {
-	ctx = context.WithValue(ctx, authenticatedKey{}, authenticatedClient{id: req.Client.ID, generation: auth.Generation, secretID: auth.SecretID})
+	ctx = context.WithValue(ctx, authenticatedKey{}, &authenticatedClient{id: req.Client.ID, generation: auth.Generation, secretID: auth.SecretID})
 	ti, err := s.manager.GenerateAccessToken(ctx, oauth2.ClientCredentials, &oauth2.TokenGenerateRequest{
 		ClientID: req.Client.ID,
 		Scope:    strings.Join(auth.Scopes, " "),
@@ -89,7 +89,7 @@ func (s *Server) issue(ctx context.Context, req *clientRequest, auth clients.Aut
 }
 
 // authenticatedKey is the context key of the request's authenticated
-// client (an authenticatedClient).
+// client (an *authenticatedClient).
 type authenticatedKey struct{}
 
 // authenticatedClients is go-oauth2's client store: it knows the one client
@@ -101,7 +101,7 @@ type authenticatedClients struct{}
 var _ oauth2.ClientStore = authenticatedClients{}
 
 func (authenticatedClients) GetByID(ctx context.Context, id string) (oauth2.ClientInfo, error) {
-	c, ok := ctx.Value(authenticatedKey{}).(authenticatedClient)
+	c, ok := ctx.Value(authenticatedKey{}).(*authenticatedClient)
 	if !ok || c.id != id {
 		return nil, oauthErrors.ErrInvalidClient
 	}
@@ -119,13 +119,13 @@ type authenticatedClient struct {
 	secretID int64
 }
 
-var _ oauth2.ClientInfo = authenticatedClient{}
+var _ oauth2.ClientInfo = (*authenticatedClient)(nil)
 
-func (c authenticatedClient) GetID() string     { return c.id }
-func (c authenticatedClient) GetSecret() string { return "" }
-func (c authenticatedClient) GetDomain() string { return "" }
-func (c authenticatedClient) IsPublic() bool    { return false }
-func (c authenticatedClient) GetUserID() string { return "" }
+func (c *authenticatedClient) GetID() string     { return c.id }
+func (c *authenticatedClient) GetSecret() string { return "" }
+func (c *authenticatedClient) GetDomain() string { return "" }
+func (c *authenticatedClient) IsPublic() bool    { return false }
+func (c *authenticatedClient) GetUserID() string { return "" }
 
 // selfContained is the token store of self-contained tokens: Create, the
 // only method GenerateAccessToken calls, keeps nothing. The other methods
@@ -147,7 +147,7 @@ type generator struct {
 var _ oauth2.AccessGenerate = (*generator)(nil)
 
 func (g *generator) Token(_ context.Context, data *oauth2.GenerateBasic, _ bool) (string, string, error) {
-	c, ok := data.Client.(authenticatedClient)
+	c, ok := data.Client.(*authenticatedClient)
 	if !ok {
 		return "", "", errServer
 	}

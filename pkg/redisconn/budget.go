@@ -132,8 +132,11 @@ func (b budget) bound(ctx context.Context) (context.Context, context.CancelFunc)
 // reconfiguring: TRYAGAIN, ASK or MOVED left over when go-redis gave up
 // following redirects, CLUSTERDOWN.
 func slotMoving(err error) bool {
+	if err == nil {
+		return false // every command that ran: no allocation on this path
+	}
 	var reply redis.Error
-	if err == nil || !errors.As(err, &reply) {
+	if !errors.As(err, &reply) {
 		return false
 	}
 	msg := reply.Error()
