@@ -33,7 +33,7 @@ const (
 // Defaults of Config.
 const (
 	DefaultRenewBefore = 60 * time.Second
-	DefaultMaxWait     = 61 * time.Second // the servers' longest Retry-After for a full minute
+	DefaultMaxWait     = 61 * time.Second // the servers' longest Retry-After (60, for a full minute), and a second to spare
 	DefaultMaxRetries  = 3
 	DefaultBaseDelay   = 500 * time.Millisecond
 	DefaultMaxDelay    = 8 * time.Second

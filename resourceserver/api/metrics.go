@@ -43,7 +43,7 @@ func (s *server) countRefusal(p *problem, err error) {
 	switch {
 	case p == errNoToken:
 		reason = metrics.ReasonMissingToken
-	case p.status == http.StatusTooManyRequests: // errRateLimited, or its copy with a longer Retry-After
+	case p.status == http.StatusTooManyRequests: // errRateLimited (or a copy, should a wait ever exceed the window)
 		reason = metrics.ReasonRateLimited
 	case p.status == http.StatusForbidden:
 		reason = metrics.ReasonInsufficientScope
