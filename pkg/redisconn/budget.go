@@ -62,7 +62,10 @@ const DefaultMoveBudget = 5 * time.Second
 // retried by the hook within the command budget only (single-key commands
 // never meet TRYAGAIN, and go-redis follows ASK and MOVED itself); inside
 // RetryMoving (a script) the hook bounds each try by the command budget and
-// leaves the retrying to RetryMoving.
+// leaves the retrying to RetryMoving. go-redis's automatic pipeliner runs a
+// command it sends alone on a background context (autopipeline.go), which
+// loses RetryMoving's mark and deadline: such a try is retried by the hook
+// within the command budget, then by RetryMoving.
 //
 // Hooks run in the order they were added, the first outermost: the reload
 // hook of a ClusterClient (reloadOnConnError) is added before budget, so
