@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/partnerapi/authplatform/pkg/redisconn"
 )
 
 // File is one Lua source file of a script: its name (as errors show it)
@@ -73,9 +75,22 @@ func (s *Script) Locate(line int) (string, int) {
 }
 
 // Run runs the script (EVALSHA, then EVAL on NOSCRIPT) and rewrites its
-// error's line numbers (Error).
+// error's line numbers (Error). A run that Redis refuses because the
+// keys' Cluster slot is moving (TRYAGAIN while the keys are split between
+// two primaries, as a reshard leaves them) did not run, and is tried again
+// with backoff until the move ends, for at most redisconn.DefaultMoveBudget
+// or until ctx's deadline (redisconn.RetryMoving): every script of the
+// platform comes through here, so this is the one place that retries them.
 func (s *Script) Run(ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd {
-	return s.translate(s.Script.Run(ctx, c, keys, args...))
+	var cmd *redis.Cmd
+	err := redisconn.RetryMoving(ctx, func(ctx context.Context) error {
+		cmd = s.Script.Run(ctx, c, keys, args...)
+		return cmd.Err()
+	})
+	if err != nil {
+		cmd.SetErr(err)
+	}
+	return s.translate(cmd)
 }
 
 // Eval runs the script with EVAL (in a pipeline, which cannot fall back on

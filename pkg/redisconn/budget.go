@@ -3,6 +3,7 @@ package redisconn
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -24,6 +25,16 @@ const DefaultCommandBudget = 1500 * time.Millisecond
 func commandBudget(read time.Duration) time.Duration {
 	return max(DefaultCommandBudget, read+read/2)
 }
+
+// DefaultMoveBudget bounds how long RetryMoving (every Lua script of the
+// platform, through package luascript) tries again a command that Redis
+// refused because its slot is moving between primaries. It is longer than
+// DefaultCommandBudget on purpose: a refusal is an answer, so Redis is up,
+// and a reshard that moves a slot's keys one MIGRATE at a time keeps the
+// slot's keys split for as long as its MIGRATEs take (1-2 s measured for a
+// client's keys moved 0.2-0.4 s apart: issue 27); a request held through
+// such a move is answered when it ends instead of 503.
+const DefaultMoveBudget = 5 * time.Second
 
 // budget is the hook that gives every command of a client a deadline (its
 // own, unless the caller's comes sooner) and retries, inside it, the
@@ -47,23 +58,14 @@ func commandBudget(read time.Duration) time.Duration {
 // sleeps (internal.Sleep) end with the context, and the cluster loop
 // returns the context's error.
 //
-// Why the retries: while a slot is MIGRATING (on its old primary) or
-// IMPORTING (on its new one), Redis answers a command with several keys
-// TRYAGAIN when some of its keys are on the node and some are not, and
-// the new primary does the same after an ASK when any key is missing.
-// The token service's script names a key that usually does not exist (the
-// presenting address's failure count), so every token and introspection
-// request of a moving slot was refused for the whole window. go-redis
-// retries TRYAGAIN (shouldRetry in error.go), but only within its four
-// attempts, each retried once by the node client, with backoffs of 10 ms
-// plus a random share of 20, 40 and 80 ms: a few tens of milliseconds in
-// all (the issue's 6 s window gave 503s throughout); ASK it follows
-// with ASKING, and MOVED with a reload of the slot map. budget tries the
-// command again every 25-50 ms until it runs or the deadline is near:
-// redis-cli --cluster reshard keeps a slot's window open for the few
-// milliseconds its MIGRATEs take, so a reshard costs latency, not errors.
-// TRYAGAIN, ASK, MOVED and CLUSTERDOWN all mean the command did not run,
-// so running it again cannot count anything twice.
+// Why the retries: see RetryMoving. A command outside RetryMoving is
+// retried by the hook within the command budget only (single-key commands
+// never meet TRYAGAIN, and go-redis follows ASK and MOVED itself); inside
+// RetryMoving (a script) the hook bounds each try by the command budget and
+// leaves the retrying to RetryMoving. go-redis's automatic pipeliner runs a
+// command it sends alone on a background context (autopipeline.go), which
+// loses RetryMoving's mark and deadline: such a try is retried by the hook
+// within the command budget, then by RetryMoving.
 //
 // Hooks run in the order they were added, the first outermost: the reload
 // hook of a ClusterClient (reloadOnConnError) is added before budget, so
@@ -71,44 +73,121 @@ func commandBudget(read time.Duration) time.Duration {
 // reloads the slot map after a timeout.
 type budget struct{ d time.Duration }
 
-// tryAgainSteps are the pauses between tries of a command refused because
-// its slot is moving; the last repeats.
-var tryAgainSteps = []time.Duration{25 * time.Millisecond, 50 * time.Millisecond}
-
 func (b budget) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (b budget) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		ctx, cancel := b.bound(ctx)
-		defer cancel()
-		var moving error
-		for try := 0; ; try++ {
-			err := next(ctx, cmd)
-			if !slotMoving(err) {
-				if moving != nil && errors.Is(err, context.DeadlineExceeded) {
-					// The deadline ended go-redis's own backoff: the
-					// reply that kept the command from running says more.
-					cmd.SetErr(moving)
-					return moving
-				}
-				return err
-			}
-			moving = err
-			pause := tryAgainSteps[min(try, len(tryAgainSteps)-1)]
-			if deadline, _ := ctx.Deadline(); time.Until(deadline) < 2*pause {
-				return err // no time left for another try
-			}
-			t := time.NewTimer(pause)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return err
-			case <-t.C:
-			}
+		if ctx.Value(retryingKey{}) != nil {
+			ctx, cancel := b.bound(ctx)
+			defer cancel()
+			return next(ctx, cmd)
+		}
+		err := retryMoving(ctx, b.d, b.d, func(ctx context.Context) error {
 			cmd.SetErr(nil)
+			return next(ctx, cmd)
+		})
+		if err != nil {
+			cmd.SetErr(err)
+		}
+		return err
+	}
+}
+
+// retryingKey marks the context of a try of RetryMoving.
+type retryingKey struct{}
+
+// RetryMoving calls try until it returns something other than a reply of
+// Redis's saying that the command was not run because its slot is moving
+// (TRYAGAIN, ASK or MOVED left over when go-redis gave up following
+// redirects; see slotMoving), for at most DefaultMoveBudget or until ctx's
+// deadline, whichever comes first, with exponential backoff and jitter
+// between tries (tryAgainPause). It returns try's last error: the moving
+// reply itself when the deadline ended the last try. CLUSTERDOWN (no
+// primary serves the slot, as while a failover is under way) is retried
+// within DefaultCommandBudget only: it can last as long as a failover
+// does, and a request is better answered 503 with Retry-After soon.
+//
+// While a slot is MIGRATING (on its old primary) or IMPORTING (on its new
+// one), Redis answers a command with several keys TRYAGAIN when some of
+// its keys are on the node and some are not, and the new primary does the
+// same after an ASK when any key is missing (redistest.SlotMigration). The
+// token service's script names a key that usually does not exist (the
+// presenting address's failure count), so every token and introspection
+// request of a moving slot is refused for the whole window, which a
+// reshard moving keys one by one keeps open for seconds. go-redis retries
+// TRYAGAIN (shouldRetry in error.go), but only within its MaxRedirects+1 =
+// 4 attempts (ClusterClient.process, osscluster.go), each retried once by
+// the node client (max_retries=1, see tune), with backoffs of 10 ms plus a
+// random share of 20, 40 and 80 ms (internal.RetryBackoff with the
+// default MinRetryBackoff): a few tens of milliseconds in all; and when its
+// automatic pipeliner sends several commands in one pipeline it does not
+// wait at all (the budget hook does not retry pipelines). Raising
+// MaxRedirects would stretch every redirect loop, MOVED included, and still
+// not cover a window measured in seconds, so the retry is here, in one
+// place that every script goes through (luascript.Script.Run).
+//
+// Why it is safe: TRYAGAIN, ASK, MOVED and CLUSTERDOWN are answered before
+// the command runs (Redis's getNodeByQuery refuses it before any key is
+// touched), so a script refused that way did nothing, and running it again
+// cannot count a request twice or write anything twice. Any other error
+// (a broken connection, a timeout, the script's own error) is returned as
+// it is: such a script may have run.
+//
+// try must use the context it is given: it carries the deadline, and marks
+// the try so that the budget hook bounds it without retrying it again.
+func RetryMoving(ctx context.Context, try func(context.Context) error) error {
+	return retryMoving(ctx, DefaultMoveBudget, DefaultCommandBudget, try)
+}
+
+// retryMoving is RetryMoving with its window and the command budget that
+// bounds the retries of CLUSTERDOWN.
+func retryMoving(ctx context.Context, window, stall time.Duration, try func(context.Context) error) error {
+	start := time.Now()
+	ctx, cancel := within(ctx, window)
+	defer cancel()
+	deadline, _ := ctx.Deadline()
+	ctx = context.WithValue(ctx, retryingKey{}, true)
+	var moving error
+	for n := 0; ; n++ {
+		err := try(ctx)
+		if !slotMoving(err) {
+			if moving != nil && errors.Is(err, context.DeadlineExceeded) {
+				// The deadline ended go-redis's own backoff: the
+				// reply that kept the command from running says more.
+				return moving
+			}
+			return err
+		}
+		moving = err
+		end := deadline
+		if stalled := start.Add(stall); clusterDown(err) && stalled.Before(end) {
+			end = stalled
+		}
+		pause := tryAgainPause(n)
+		if time.Until(end) < 2*pause {
+			return err // no time left for another try
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
 		}
 	}
 }
+
+// tryAgainPause is the pause after the nth refused try (from 0): a step
+// that doubles from 10 ms up to 160 ms, half of it fixed and half random, so
+// that the requests held by one move do not all try again at once, and a
+// request waits at most about 160 ms after the move ends.
+func tryAgainPause(n int) time.Duration {
+	step := tryAgainFirst << min(n, 4)
+	return step/2 + rand.N(step/2+1)
+}
+
+// tryAgainFirst is the first step of tryAgainPause.
+const tryAgainFirst = 10 * time.Millisecond
 
 // ProcessPipelineHook leaves pipelines as they are: no request of either
 // server makes one (the operator's listings and confirmed writes do), a
@@ -121,10 +200,16 @@ func (b budget) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proces
 // bound returns ctx with the budget's deadline, or ctx as it is when its
 // own deadline comes sooner.
 func (b budget) bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) <= b.d {
+	return within(ctx, b.d)
+}
+
+// within returns ctx with a deadline d from now, or ctx as it is when its
+// own deadline comes sooner.
+func within(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) <= d {
 		return ctx, func() {}
 	}
-	return context.WithTimeout(ctx, b.d)
+	return context.WithTimeout(ctx, d)
 }
 
 // slotMoving reports whether err is a reply of Redis's saying that the
@@ -146,4 +231,10 @@ func slotMoving(err error) bool {
 		}
 	}
 	return false
+}
+
+// clusterDown reports whether err is Redis's CLUSTERDOWN reply.
+func clusterDown(err error) bool {
+	var reply redis.Error
+	return errors.As(err, &reply) && strings.HasPrefix(reply.Error(), "CLUSTERDOWN ")
 }

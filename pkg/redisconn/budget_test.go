@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -84,7 +85,8 @@ var twoKeys = redis.NewScript(`return redis.call('GET', KEYS[1])`)
 // missing key runs on it in a loop: the slot's window (held open 200 ms on
 // each side of the MIGRATE) must cost latency, never an error. Then a slot
 // left MIGRATING/IMPORTING longer than the budget must give TRYAGAIN within
-// the budget, not hold the caller.
+// the budget, not hold the caller; through RetryMoving, at the caller's
+// deadline, past the command budget.
 func TestClusterTryAgain(t *testing.T) {
 	c := redistest.StartCluster(t)
 	rdb := open(t, c.URL())
@@ -164,6 +166,16 @@ func TestClusterTryAgain(t *testing.T) {
 	start := time.Now()
 	err := twoKeys.Run(ctx, rdb, []string{present, missing}).Err()
 	took := time.Since(start)
+	// Through RetryMoving (every script of the platform): tried again past
+	// the command budget, until the caller's deadline.
+	const callerDeadline = 2500 * time.Millisecond
+	short, cancel := context.WithTimeout(ctx, callerDeadline)
+	retryStart := time.Now()
+	retryErr := redisconn.RetryMoving(short, func(ctx context.Context) error {
+		return twoKeys.Run(ctx, rdb, []string{present, missing}).Err()
+	})
+	retryTook := time.Since(retryStart)
+	cancel()
 	for _, cl := range []*redis.Client{src, dst} {
 		if err := cl.Do(ctx, "cluster", "setslot", slot, "stable").Err(); err != nil {
 			t.Fatal(err)
@@ -176,7 +188,41 @@ func TestClusterTryAgain(t *testing.T) {
 	if took < redisconn.DefaultCommandBudget/2 || took > redisconn.DefaultCommandBudget+budgetSlack {
 		t.Errorf("script on a slot left moving failed after %v, want after about %v", took, redisconn.DefaultCommandBudget)
 	}
+	t.Logf("slot left moving, RetryMoving with a %v deadline: %v after %v", callerDeadline, retryErr, retryTook.Round(time.Millisecond))
+	if !redis.IsTryAgainError(retryErr) {
+		t.Errorf("RetryMoving on a slot left moving: %v, want TRYAGAIN", retryErr)
+	}
+	if retryTook < callerDeadline-300*time.Millisecond || retryTook > callerDeadline+budgetSlack {
+		t.Errorf("RetryMoving on a slot left moving failed after %v, want at its caller's deadline (%v)", retryTook, callerDeadline)
+	}
 	if v, err := twoKeys.Run(ctx, rdb, []string{present, missing}).Text(); err != nil || v != "x" {
 		t.Errorf("script after the slot is stable again: %q, %v", v, err)
+	}
+}
+
+// TestRetryMovingClusterDown: RetryMoving tries a command that Redis
+// refuses with CLUSTERDOWN again within the command budget only, not the
+// longer budget of a moving slot (a failover may take seconds, and the
+// request is better answered 503 soon); a command outside RetryMoving is
+// tried again within the command budget too.
+func TestRetryMovingClusterDown(t *testing.T) {
+	n := redistest.StartUnassignedNode(t)
+	rdb := open(t, n.URL())
+	for _, what := range []string{"RetryMoving", "command"} {
+		start := time.Now()
+		var err error
+		if what == "RetryMoving" {
+			err = redisconn.RetryMoving(t.Context(), func(ctx context.Context) error { return rdb.Get(ctx, "k").Err() })
+		} else {
+			err = rdb.Get(t.Context(), "k").Err()
+		}
+		took := time.Since(start)
+		t.Logf("%s on a node that serves no slot: %v after %v", what, err, took.Round(time.Millisecond))
+		if err == nil || !strings.HasPrefix(err.Error(), "CLUSTERDOWN ") {
+			t.Errorf("%s: %v, want CLUSTERDOWN", what, err)
+		}
+		if took < redisconn.DefaultCommandBudget/2 || took > redisconn.DefaultCommandBudget+budgetSlack {
+			t.Errorf("%s: CLUSTERDOWN after %v, want after about %v", what, took, redisconn.DefaultCommandBudget)
+		}
 	}
 }

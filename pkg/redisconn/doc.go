@@ -6,5 +6,8 @@
 // Every command of such a client has a budget (DefaultCommandBudget, 1.5
 // s) that bounds it whatever Redis does, a frozen primary included, and
 // commands refused while a Cluster slot moves (TRYAGAIN, ASK, MOVED,
-// CLUSTERDOWN) are tried again inside it: see budget.go.
+// CLUSTERDOWN) are tried again inside it. RetryMoving tries a script
+// refused that way again for longer (DefaultMoveBudget, 5 s, or the
+// caller's deadline), so that a slot moved key by key costs latency, not
+// errors: see budget.go.
 package redisconn

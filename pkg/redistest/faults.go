@@ -73,63 +73,12 @@ type SlotMove struct {
 // command whose keys have all moved is answered ASK by the source.
 func (c *Cluster) MoveSlot(t testing.TB, slot int, to *Server, hold time.Duration) SlotMove {
 	t.Helper()
-	ctx := context.Background()
-	from, err := c.slotPrimary(ctx, int64(slot))
-	if err != nil {
-		t.Fatalf("redistest: owner of slot %d: %v", slot, err)
-	}
-	if from == to {
-		t.Fatalf("redistest: slot %d is served by %s already", slot, to.Addr())
-	}
-	src, dst := nodeClient(from), nodeClient(to)
-	defer src.Close()
-	defer dst.Close()
-	id := func(cl *redis.Client) string {
-		v, err := cl.Do(ctx, "cluster", "myid").Text()
-		if err != nil {
-			t.Fatalf("redistest: CLUSTER MYID on %s: %v", cl.Options().Addr, err)
-		}
-		return v
-	}
-	srcID, dstID := id(src), id(dst)
-	step := func(cl *redis.Client, args ...any) {
-		t.Helper()
-		if err := cl.Do(ctx, args...).Err(); err != nil {
-			t.Fatalf("redistest: %v on %s: %v", args, cl.Options().Addr, err)
-		}
-	}
-	m := SlotMove{Slot: slot, From: from, To: to, Opened: time.Now()}
-	step(dst, "cluster", "setslot", slot, "importing", srcID)
-	step(src, "cluster", "setslot", slot, "migrating", dstID)
+	m := c.OpenSlotMove(t, slot, to)
 	time.Sleep(hold)
-	for {
-		keys, err := src.ClusterGetKeysInSlot(ctx, slot, 100).Result()
-		if err != nil {
-			t.Fatalf("redistest: CLUSTER GETKEYSINSLOT %d on %s: %v", slot, from.Addr(), err)
-		}
-		if len(keys) == 0 {
-			break
-		}
-		args := []any{"migrate", "127.0.0.1", to.Port, "", 0, 5000, "keys"}
-		for _, k := range keys {
-			args = append(args, k)
-		}
-		step(src, args...)
-		m.Keys += len(keys)
+	for m.Migrate(100) > 0 {
 	}
 	time.Sleep(hold)
-	step(dst, "cluster", "setslot", slot, "node", dstID)
-	step(src, "cluster", "setslot", slot, "node", dstID)
-	for _, p := range c.Primaries(t) {
-		if p == from || p == to {
-			continue
-		}
-		cl := nodeClient(p)
-		step(cl, "cluster", "setslot", slot, "node", dstID)
-		_ = cl.Close()
-	}
-	m.Ended = time.Now()
-	return m
+	return m.Finish()
 }
 
 // String describes the move.
