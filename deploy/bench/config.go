@@ -40,7 +40,8 @@ type config struct {
 	// LogLevel is the servers' LOG_LEVEL ("": their default, info); their
 	// logs go to files in the work directory.
 	LogLevel string
-	// AutoPipeline runs both servers with REDIS_AUTOPIPELINE=true.
+	// AutoPipeline is both servers' REDIS_AUTOPIPELINE, given explicitly
+	// (false, their default, unless --autopipeline).
 	AutoPipeline bool
 	// RedisCluster is the number of primaries of a Redis Cluster to run
 	// instead of the single redis-server (0: the single node), each with

@@ -270,10 +270,8 @@ func (s *stack) start(ctx context.Context) error {
 	// Each server's metrics listener on a free port: served as in
 	// production, never in the way of another run's; no admin API (its
 	// default port would be).
-	env := []string{"REDIS_URL=" + s.redisURL, "METRICS_ADDR=127.0.0.1:0", "ADMIN_ADDR=off"}
-	if s.cfg.AutoPipeline {
-		env = append(env, "REDIS_AUTOPIPELINE=true")
-	}
+	env := []string{"REDIS_URL=" + s.redisURL, "METRICS_ADDR=127.0.0.1:0", "ADMIN_ADDR=off",
+		"REDIS_AUTOPIPELINE=" + strconv.FormatBool(s.cfg.AutoPipeline)}
 	if s.cfg.LogLevel != "" {
 		env = append(env, "LOG_LEVEL="+s.cfg.LogLevel)
 	}

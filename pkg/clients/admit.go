@@ -85,7 +85,7 @@ func (s *Store) AdmitAPI(ctx context.Context, t TokenRef, now func() time.Time) 
 	if !ValidClientID(t.ClientID) {
 		return APIAdmission{Outcome: Dead}, nil
 	}
-	r, err := admitAPIScript.Run(ctx, s.hot, []string{s.clientKey(t.ClientID), s.apiLogKey(t.ClientID), s.revokedTokenKey(t.ClientID, t.ID)},
+	r, err := s.runHot(ctx, admitAPIScript, []string{s.clientKey(t.ClientID), s.apiLogKey(t.ClientID), s.revokedTokenKey(t.ClientID, t.ID)},
 		t.Generation, ratelimit.NowArg(now), Window.Milliseconds(), t.SecretID, t.ExpiresAt).Result()
 	if err != nil {
 		return APIAdmission{}, unavailable("admit API request", err)

@@ -323,7 +323,7 @@ func (s *Store) Authenticate(ctx context.Context, a Attempt) (Authentication, er
 	if c := a.Check; c != nil && c.ClientID == a.ClientID {
 		checkKey, args.CheckSecretID, args.CheckExp = s.revokedTokenKey(a.ClientID, c.ID), strconv.FormatInt(c.SecretID, 10), c.ExpiresAt
 	}
-	res, err := authenticateScript.Run(ctx, s.hot,
+	res, err := s.runHot(ctx, authenticateScript,
 		[]string{s.clientKey(a.ClientID), s.tokenLogKey(a.ClientID), s.failureLogKey(a.ClientID, a.Address),
 			s.failureTagsKey(a.ClientID, a.Address), s.repeatLogKey(a.ClientID, a.Address), checkKey, jtiKey},
 		args.argv()...).Result()

@@ -45,27 +45,6 @@ func NewStore(rdb redis.UniversalClient, prefix string, now func() time.Time) *S
 	return &Store{rdb: rdb, hot: rdb, prefix: prefix, now: now}
 }
 
-// UseAutoPipeline sends the per-request scripts (Authenticate, AdmitAPI)
-// through go-redis's automatic pipelining (redis.UniversalClient's
-// AutoPipeline, experimental in go-redis 9.23): concurrent requests'
-// scripts share one write and one read on a connection, instead of one
-// each, which costs the server a third of the client CPU per script
-// (README: REDIS_AUTOPIPELINE). A connection that breaks fails its batch,
-// which go-redis retries (MaxRetries); a request it cannot retry gets the
-// error (its server answers 503), and a script that had run before the
-// break counts its request twice, as without pipelining (measured in
-// TestAutoPipelineDroppedConnections). Operator changes keep
-// the plain client: they wait for replicas one by one. Call it before the
-// Store is used; the pipeliner closes with the client.
-func (s *Store) UseAutoPipeline() error {
-	ap, err := s.rdb.AutoPipeline()
-	if err != nil {
-		return fmt.Errorf("redis autopipeline: %w", err)
-	}
-	s.hot = ap
-	return nil
-}
-
 // write runs a write script on the primary of keys[0]'s slot and, when the
 // Store confirms writes, waits there for the replicas (ConfirmWrites). It
 // returns what the replicas said; a script's own error is an error. A

@@ -99,7 +99,7 @@ type retryingKey struct{}
 // RetryMoving calls try until it returns something other than a reply of
 // Redis's saying that the command was not run because its slot is moving
 // (TRYAGAIN, ASK or MOVED left over when go-redis gave up following
-// redirects; see slotMoving), for at most DefaultMoveBudget or until ctx's
+// redirects; see SlotMoving), for at most DefaultMoveBudget or until ctx's
 // deadline, whichever comes first, with exponential backoff and jitter
 // between tries (tryAgainPause). It returns try's last error: the moving
 // reply itself when the deadline ended the last try. CLUSTERDOWN (no
@@ -150,7 +150,7 @@ func retryMoving(ctx context.Context, window, stall time.Duration, try func(cont
 	var moving error
 	for n := 0; ; n++ {
 		err := try(ctx)
-		if !slotMoving(err) {
+		if !SlotMoving(err) {
 			if moving != nil && errors.Is(err, context.DeadlineExceeded) {
 				// The deadline ended go-redis's own backoff: the
 				// reply that kept the command from running says more.
@@ -189,12 +189,48 @@ func tryAgainPause(n int) time.Duration {
 // tryAgainFirst is the first step of tryAgainPause.
 const tryAgainFirst = 10 * time.Millisecond
 
-// ProcessPipelineHook leaves pipelines as they are: no request of either
-// server makes one (the operator's listings and confirmed writes do), a
-// listing of a large registry may take longer than a request's budget, and
-// go-redis reads all of a pipeline's replies within one ReadTimeout already.
+// ProcessPipelineHook gives the budget's deadline to a pipeline of scripts
+// only (EVALSHA, EVAL) whose context has no deadline: that is a batch of
+// go-redis's automatic pipeliner (clients.Store.UseAutoPipeline, README:
+// REDIS_AUTOPIPELINE), which runs the per-request scripts of many requests
+// on a context of its own, without their deadlines (AutoPipeliner's doc in
+// go-redis v9.23: "a per-command deadline or cancellation is therefore not
+// honored once the command is queued"). Without it, a batch sent to a
+// frozen primary was held by go-redis's retries and redirects for as long
+// as the freeze (5 s in TestFreeze), and with it every request whose
+// script shared the batch, or waited behind it, on a Cluster those of the
+// other shards too. Bounded, the batch fails within the budget and its
+// requests are answered 503, as a single command's would be. A batch of one
+// command goes through ProcessHook above instead, retries of TRYAGAIN
+// included; a batch of several is retried by go-redis's own redirect loop
+// (ClusterClient.processPipeline), within the deadline.
+//
+// Every other pipeline is left as it is: no request of either server makes
+// one but ClientKeys' two reads (the operator's listings and confirmed
+// writes do), a listing of a large registry may take longer than a
+// request's budget, and go-redis reads all of a pipeline's replies within
+// one ReadTimeout already.
 func (b budget) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if _, ok := ctx.Deadline(); ok || !scriptsOnly(cmds) {
+			return next(ctx, cmds)
+		}
+		ctx, cancel := context.WithTimeout(ctx, b.d)
+		defer cancel()
+		return next(ctx, cmds)
+	}
+}
+
+// scriptsOnly reports whether every command of cmds runs a script.
+func scriptsOnly(cmds []redis.Cmder) bool {
+	for _, c := range cmds {
+		switch c.Name() {
+		case "evalsha", "eval", "evalsha_ro", "eval_ro":
+		default:
+			return false
+		}
+	}
+	return len(cmds) > 0
 }
 
 // bound returns ctx with the budget's deadline, or ctx as it is when its
@@ -212,11 +248,11 @@ func within(ctx context.Context, d time.Duration) (context.Context, context.Canc
 	return context.WithTimeout(ctx, d)
 }
 
-// slotMoving reports whether err is a reply of Redis's saying that the
+// SlotMoving reports whether err is a reply of Redis's saying that the
 // command was not run because its slot is being moved or the cluster is
 // reconfiguring: TRYAGAIN, ASK or MOVED left over when go-redis gave up
 // following redirects, CLUSTERDOWN.
-func slotMoving(err error) bool {
+func SlotMoving(err error) bool {
 	if err == nil {
 		return false // every command that ran: no allocation on this path
 	}

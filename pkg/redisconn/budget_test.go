@@ -76,6 +76,59 @@ func TestBudgetFrozenNode(t *testing.T) {
 	}
 }
 
+// TestBudgetAutoPipelinedBatch: go-redis's automatic pipeliner runs its
+// batches on a context of its own, without the callers' deadlines; the
+// budget bounds a batch of scripts as it bounds a command. On a frozen node,
+// many concurrent scripts through the pipeliner (batches of several, and of
+// one) must all fail within the budget, and work again once the node is
+// continued.
+func TestBudgetAutoPipelinedBatch(t *testing.T) {
+	s := redistest.StartServer(t)
+	rdb := open(t, s.URL())
+	ap, err := rdb.AutoPipelineWithOptions(redisconn.AutoPipelineOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	script := func() error { return ap.Eval(ctx, "return 1", nil).Err() }
+	if err := script(); err != nil {
+		t.Fatal(err)
+	}
+	s.Freeze()
+	defer s.Thaw()
+	const n = 50
+	var wg sync.WaitGroup
+	took := make([]time.Duration, n)
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			errs[i] = script()
+			took[i] = time.Since(start)
+		}()
+	}
+	wg.Wait()
+	for i := range n {
+		if errs[i] == nil {
+			t.Fatalf("EVAL through the pipeliner on a frozen node succeeded")
+		}
+		if took[i] > redisconn.DefaultCommandBudget+budgetSlack {
+			t.Errorf("EVAL through the pipeliner on a frozen node failed after %v (%v), want within %v", took[i], errs[i], redisconn.DefaultCommandBudget)
+		}
+	}
+	t.Logf("frozen node: %d pipelined EVALs failed after %v to %v: %v", n, slices.Min(took), slices.Max(took), errs[0])
+	s.Thaw()
+	deadline := time.Now().Add(5 * time.Second)
+	for script() != nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("EVAL through the pipeliner after the thaw: %v", script())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // twoKeys reads KEYS[1] and names KEYS[2], which does not exist: while its
 // slot is moving, Redis refuses it with TRYAGAIN on both nodes (some keys
 // present, some missing), as it refuses the token service's script.

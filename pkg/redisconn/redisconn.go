@@ -146,3 +146,22 @@ func Ping(ctx context.Context, rdb redis.UniversalClient, timeout time.Duration)
 	defer cancel()
 	return rdb.Ping(ctx).Err()
 }
+
+// AutoPipelineOptions are the options of the automatic pipeliner the
+// servers run their per-request scripts through (clients.Store.UseAutoPipeline,
+// README: REDIS_AUTOPIPELINE): go-redis's defaults for the blocking face
+// (DefaultBlockingAutoPipelineOptions in v9.23: batches of up to 300
+// commands and 128 KiB), except that up to 64 batches may be in flight at
+// once, in no particular order (Unordered). With the default of one, every
+// batch waits for the one before it, and a batch sent to a frozen primary,
+// held for the command budget (budget.ProcessPipelineHook), held every
+// request behind it for as long again, on a Cluster those of the other
+// shards too. Order does not matter to the servers: each request sends one
+// script and waits for it (the blocking face), so no caller has two
+// commands in flight.
+func AutoPipelineOptions() *redis.AutoPipelineOptions {
+	o := redis.DefaultBlockingAutoPipelineOptions()
+	o.MaxConcurrentBatches = 64
+	o.Unordered = true
+	return o
+}

@@ -55,6 +55,14 @@ func TestDeclare(t *testing.T) {
 			t.Errorf("REDIS_AUTOPIPELINE=%s: %v %v", v, c.AutoPipeline, err)
 		}
 	}
+	for _, v := range []string{"FALSE", "false", "0"} {
+		if c, err := parse(t, map[string]string{"REDIS_AUTOPIPELINE": v}); err != nil || c.AutoPipeline {
+			t.Errorf("REDIS_AUTOPIPELINE=%s: %v %v", v, c.AutoPipeline, err)
+		}
+	}
+	if c, err := parse(t, nil, "--redis-autopipeline=false"); err != nil || c.AutoPipeline {
+		t.Errorf("--redis-autopipeline=false: %v %v", c.AutoPipeline, err)
+	}
 	var u cli.UsageError
 	if _, err := parse(t, map[string]string{"REDIS_AUTOPIPELINE": "yes", "MAX_CONNS": "many"}); !errors.As(err, &u) ||
 		err.Error() != `MAX_CONNS="many": want a whole number; REDIS_AUTOPIPELINE="yes": want true or false (or 1 or 0)` {

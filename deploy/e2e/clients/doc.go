@@ -8,8 +8,9 @@
 // The clients:
 //
 //   - Node.js: oauth4webapi (node/package.json, its exact version pinned by
-//     node/package-lock.json and installed with `npm ci` into a temporary
-//     directory): metadata discovery (RFC 8414), client_credentials with
+//     node/package-lock.json and installed with `npm ci` once into a cache
+//     under os.UserCacheDir keyed by the hash of both files, which later runs
+//     reuse): metadata discovery (RFC 8414), client_credentials with
 //     private_key_jwt (ES256, Ed25519, and ES256 from a PKCS #8 PEM key,
 //     signed without kid) and client_secret_basic, GET /api/v1/me/,
 //     revocation (RFC 7009), /me refused afterwards.

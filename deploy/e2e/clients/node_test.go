@@ -3,6 +3,9 @@
 package clients
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -78,27 +81,82 @@ func TestNodeOAuth4WebAPI(t *testing.T) {
 	t.Logf("node oauth4webapi: %d clients in %v", 4, sc.took.Round(time.Millisecond))
 }
 
-// npmCI installs node/package-lock.json's exact packages with `npm ci`
-// into a temporary copy of node/ and returns its directory.
+// npmCI returns a directory holding client.mjs and the exact packages of
+// node/package-lock.json. They are installed once with `npm ci` into a
+// cache keyed by the hash of package.json and package-lock.json, under
+// os.UserCacheDir (so a second run, or another checkout of the same lock
+// file, skips npm), and the directory links node_modules from there.
 func npmCI(t *testing.T) string {
 	t.Helper()
 	src := filepath.Join(e2etest.RepoRoot(t), "deploy", "e2e", "clients", "node")
+	modules := npmCached(t, src)
 	dir := t.TempDir()
-	for _, f := range []string{"package.json", "package-lock.json", "client.mjs"} {
+	b, err := os.ReadFile(filepath.Join(src, "client.mjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "client.mjs"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(modules, filepath.Join(dir, "node_modules")); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// npmCached returns the node_modules directory of the cache entry of src's
+// package.json and package-lock.json, running `npm ci` into a fresh
+// directory and renaming it into place when there is none (atomic, so
+// concurrent runs at worst install twice).
+func npmCached(t *testing.T, src string) string {
+	t.Helper()
+	h := sha256.New()
+	files := map[string][]byte{}
+	for _, f := range []string{"package.json", "package-lock.json"} {
 		b, err := os.ReadFile(filepath.Join(src, f))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, f), b, 0o600); err != nil {
+		files[f] = b
+		fmt.Fprintf(h, "%s %d\n", f, len(b))
+		h.Write(b)
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	root := filepath.Join(cache, "authplatform-e2e", "npm")
+	entry := filepath.Join(root, hex.EncodeToString(h.Sum(nil))[:32])
+	modules := filepath.Join(entry, "node_modules")
+	if _, err := os.Stat(modules); err == nil {
+		t.Logf("npm ci: cached in %s", entry)
+		return modules
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tmp, err := os.MkdirTemp(root, "install-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+	for f, b := range files {
+		if err := os.WriteFile(filepath.Join(tmp, f), b, 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
 	cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund")
-	cmd.Dir = dir
+	cmd.Dir = tmp
 	start := time.Now()
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("npm ci: %v\n%s", err, out)
 	}
-	t.Logf("npm ci: %v", time.Since(start).Round(time.Millisecond))
-	return dir
+	if err := os.Rename(tmp, entry); err != nil {
+		if _, statErr := os.Stat(modules); statErr != nil {
+			t.Fatalf("npm ci: %v", err)
+		}
+		// Another run installed the same lock file first.
+	}
+	t.Logf("npm ci: %v, cached in %s", time.Since(start).Round(time.Millisecond), entry)
+	return modules
 }

@@ -86,9 +86,10 @@ func RunMain(m *testing.M) int {
 }
 
 // BaseEnv is the environment every process starts from: none of the test's
-// own (a REDIS_URL meant for other tests must not leak in).
+// own (a REDIS_URL meant for other tests must not leak in) but
+// REDIS_AUTOPIPELINE (AutoPipelineEnv).
 func BaseEnv(home string) []string {
-	return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home}
+	return append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + home}, autoPipelineEnv()...)
 }
 
 // Process is a child process in a process group of its own, its output

@@ -57,7 +57,9 @@ type Servers struct {
 	AuthMetrics *metrics.TokenService
 }
 
-// NewServers wires both servers as deploy/local does.
+// NewServers wires both servers as deploy/local does, their per-request
+// scripts automatically pipelined as the servers' are by default
+// unless REDIS_AUTOPIPELINE=false (AutoPipeline).
 func NewServers(t testing.TB, cfg Config) *Servers {
 	t.Helper()
 	if cfg.APIRedis == nil {
@@ -79,6 +81,14 @@ func NewServers(t testing.TB, cfg Config) *Servers {
 		}
 		if s.Keys, err = accesstoken.NewKeySet(key); err != nil {
 			t.Fatal(err)
+		}
+	}
+	apiStore := clients.NewStore(cfg.APIRedis, cfg.KeyPrefix, nil)
+	if AutoPipeline(t) {
+		for _, store := range []*clients.Store{s.Store, apiStore} {
+			if err := store.UseAutoPipeline(); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	authRedis := cfg.AuthRedis
@@ -106,7 +116,7 @@ func NewServers(t testing.TB, cfg Config) *Servers {
 	s.API, err = api.NewServer(cfg.APILogger, api.Config{
 		Issuer: cfg.Issuer, Audience: cfg.Audience, Trust: cfg.Trust, Now: cfg.Now, RateNow: cfg.RateNow,
 	}, api.Deps{
-		Registry: clients.NewStore(cfg.APIRedis, cfg.KeyPrefix, nil),
+		Registry: apiStore,
 		Keys:     accesstoken.StaticKeys{Set: s.Keys.Public()},
 		Docs:     docs,
 		Ready:    func(ctx context.Context) error { return redisconn.Ready(ctx, cfg.APIRedis, time.Second) },

@@ -30,6 +30,15 @@
 // 0.2-0.4 s, its keys split between two primaries for about 2 s, and checks
 // that no request fails and each is answered within 2 s of the move's end.
 //
+// TestReplicaNotConfirmed (long) cuts a primary's replica links while an
+// operator rotates a secret and creates a client.
+//
+// The quick tests run in parallel, each on Redis of its own or under a key
+// prefix of its own on the shared Cluster and Sentinel group; the long ones
+// run alone, before them. REDIS_AUTOPIPELINE=true in the test's
+// environment runs the servers with their per-request scripts
+// automatically pipelined (deploy/e2e/e2etest.AutoPipeline).
+//
 // The tests need redis-server and caddy (and prometheus for TestMetrics). Under CI=true a missing one is a
 // failure; otherwise the test is skipped. go test -short skips it too.
 package topology

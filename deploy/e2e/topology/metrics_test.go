@@ -26,6 +26,7 @@ import (
 // query API that the counters moved by exactly what the journey did. The
 // alert rules of deploy/prometheus/alerts.yml are loaded into it too.
 func TestMetrics(t *testing.T) {
+	t.Parallel() // beside the other quick tests; the long ones run alone first
 	if testing.Short() {
 		t.Skip("-short: this test builds the servers and starts seven processes")
 	}

@@ -31,6 +31,7 @@ import (
 // with the real binaries on a Redis Cluster (3 primaries, 3 replicas) and
 // on a Sentinel group, every operator change confirmed by a replica.
 func TestReplicatedJourney(t *testing.T) {
+	t.Parallel() // beside the other quick tests; the long ones run alone first
 	requireCommand(t, "caddy")
 	for _, rt := range redistest.Topologies(t) {
 		t.Run(rt.Name(), func(t *testing.T) {
@@ -69,8 +70,12 @@ func clientKey(prefix, id string) string { return prefix + "{" + id + "}:client"
 //     the same warning, and a retry with its Idempotency-Key replays it
 //     instead of rotating again.
 //
-// Once the replica is back, the same command exits 0.
+// Once the replica is back, the same command exits 0. A long suite
+// (LONG_TESTS=1).
 func TestReplicaNotConfirmed(t *testing.T) {
+	// Long: about 35 s of confirmation timeouts and replica resyncs on the
+	// shared topologies, which no other test may use meanwhile.
+	redistest.Long(t)
 	requireCommand(t, "caddy")
 	for _, rt := range redistest.Topologies(t) {
 		t.Run(rt.Name(), func(t *testing.T) {

@@ -29,6 +29,7 @@ import (
 // answered 401 (none 503), and the JWKS fetches they cause, counted by
 // partnerapi_jwks_fetches_total, stay within the on-demand rate limit.
 func TestKeyRotationFirstTokenServed(t *testing.T) {
+	t.Parallel() // beside the other quick tests; the long ones run alone first
 	if testing.Short() {
 		t.Skip("-short: this test builds the servers and starts seven processes")
 	}

@@ -32,6 +32,7 @@ const (
 // TestTopology runs the partner journey through the edge, kills one replica
 // of each pool, and runs it again.
 func TestTopology(t *testing.T) {
+	t.Parallel() // beside the other quick tests; the long ones run alone first
 	if testing.Short() {
 		t.Skip("-short: this test builds the servers and starts seven processes")
 	}

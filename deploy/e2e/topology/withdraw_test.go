@@ -27,6 +27,7 @@ const withdrawalDeadline = 60 * time.Second
 // introspection and publish only K2, and that a new token (K2) works on
 // both resource servers.
 func TestKeyWithdrawal(t *testing.T) {
+	t.Parallel() // beside the other quick tests; the long ones run alone first
 	if testing.Short() {
 		t.Skip("-short: this test builds the servers and starts seven processes")
 	}
