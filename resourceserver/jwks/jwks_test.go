@@ -28,7 +28,8 @@ type jwksServer struct {
 	URL     string
 	client  *http.Client
 	mu      sync.Mutex
-	doc     []byte // nil: answer 503
+	doc     []byte        // nil: answer 503
+	gate    chan struct{} // not nil: answers wait, the set read, until it is closed
 	fetches atomic.Int32
 }
 
@@ -37,8 +38,11 @@ func newJWKSServer(t *testing.T) *jwksServer {
 	s.client = inProcessClient(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.fetches.Add(1)
 		s.mu.Lock()
-		doc := s.doc
+		doc, gate := s.doc, s.gate
 		s.mu.Unlock()
+		if gate != nil {
+			<-gate
+		}
 		if doc == nil {
 			http.Error(w, "down", http.StatusServiceUnavailable)
 			return
@@ -312,6 +316,62 @@ func TestSourceFetchUnknownKey(t *testing.T) {
 		t.Logf("%d calls for made-up kids in %v: %d fetches (interval %v)", calls.Load(), elapsed, n, interval)
 		if want := int32(elapsed / interval); n != want || failed.Load() != 0 {
 			t.Errorf("%d fetches in %v, want %d; %d failed calls", n, elapsed, want, failed.Load())
+		}
+	})
+}
+
+// A fetch under way when FetchUnknownKey is called may have read the set
+// before the key was published: the call waits for it, then for a fetch of
+// its own at the next interval, and returns with the new key.
+func TestSourceFetchUnknownKeyAfterTheCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newJWKSServer(t)
+		old := keySet(t)
+		srv.serve(t, old)
+		const interval = 300 * time.Millisecond
+		src := newSource(t, srv, interval)
+		loaded(t, src)
+
+		gate := make(chan struct{})
+		srv.mu.Lock()
+		srv.gate = gate
+		srv.mu.Unlock()
+		before := srv.fetches.Load()
+		start := time.Now()
+		src.RefreshSoon() // reads the old set, then waits at the gate
+		synctest.Wait()
+		time.Sleep(time.Millisecond)
+		newKey, err := accesstoken.GenerateKey(accesstoken.AlgEdDSA)
+		if err != nil {
+			t.Fatal(err)
+		}
+		next, err := old.Rotated(newKey, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.serve(t, next)
+		returned := make(chan error, 1)
+		go func() { returned <- src.FetchUnknownKey(t.Context(), next.SigningKeyID()) }()
+		synctest.Wait()
+		close(gate) // the earlier fetch ends, with the old set
+		synctest.Wait()
+		select {
+		case err := <-returned:
+			t.Fatalf("FetchUnknownKey returned %v with the fetch that started before it", err)
+		default:
+		}
+		if err := <-returned; err != nil {
+			t.Fatalf("FetchUnknownKey: %v", err)
+		}
+		if d := time.Since(start); d != interval {
+			t.Errorf("FetchUnknownKey returned %v after the earlier fetch started, want %v", d, interval)
+		}
+		set, _ := src.KeySet()
+		if _, ok := set.LookupKeyID(next.SigningKeyID()); !ok {
+			t.Error("new key not in the set")
+		}
+		if n := srv.fetches.Load() - before; n != 2 {
+			t.Errorf("%d fetches, want 2", n)
 		}
 	})
 }
