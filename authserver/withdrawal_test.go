@@ -13,6 +13,7 @@ import (
 	"github.com/partnerapi/authplatform/pkg/keywithdrawal"
 	"github.com/partnerapi/authplatform/pkg/redistest"
 	"github.com/partnerapi/authplatform/pkg/signingkeys"
+	"github.com/partnerapi/authplatform/pkg/testwait"
 )
 
 // TestWithdrawalReachesAuthority: a withdrawal recorded in Redis (as `keys
@@ -61,13 +62,7 @@ func TestWithdrawalReachesAuthority(t *testing.T) {
 	if err := next.WriteFile(file); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for !authority.Withdrawn(other) {
-		if time.Now().After(deadline) {
-			t.Fatal("the withdrawal never reached the authority")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.Eventually(t, 5*time.Second, "the withdrawal reached the authority", func() bool { return authority.Withdrawn(other) })
 	if _, err := verifier.Verify(tok); !errors.Is(err, accesstoken.ErrWithdrawnKey) {
 		t.Errorf("token of the withdrawn key: %v, want ErrWithdrawnKey", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
 	"github.com/partnerapi/authplatform/pkg/keywithdrawal"
 	"github.com/partnerapi/authplatform/pkg/redistest"
+	"github.com/partnerapi/authplatform/pkg/testwait"
 	"github.com/partnerapi/authplatform/resourceserver/jwks"
 )
 
@@ -66,13 +67,7 @@ func TestKeyAuthorityWithdrawal(t *testing.T) {
 	}
 	other, _ := ks.Promoted(ks.KeyIDs()[1])
 	tok, otherTok := issue(ks), issue(other)
-	deadline := time.Now().Add(5 * time.Second)
-	for !src.Ready() {
-		if time.Now().After(deadline) {
-			t.Fatal("JWKS never fetched")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.Eventually(t, 5*time.Second, "the JWKS fetched", src.Ready)
 	for _, tk := range []string{tok, otherTok} {
 		if _, err := v.Verify(tk); err != nil { // cached now
 			t.Fatal(err)
@@ -82,23 +77,15 @@ func TestKeyAuthorityWithdrawal(t *testing.T) {
 	if _, err := keywithdrawal.NewStore(rdb, prefix).Withdraw(context.Background(), ks.KeyIDs()[0]); err != nil {
 		t.Fatal(err)
 	}
-	for {
+	testwait.Eventually(t, 5*time.Second, "the withdrawn key's token refused with ErrWithdrawnKey", func() bool {
 		_, err := v.Verify(tok)
-		if errors.Is(err, accesstoken.ErrWithdrawnKey) {
-			break
+		if err != nil && !errors.Is(err, accesstoken.ErrWithdrawnKey) {
+			t.Fatalf("token of the withdrawn key: %v, want ErrWithdrawnKey", err)
 		}
-		if err != nil || time.Now().After(deadline) {
-			t.Fatalf("token of the withdrawn key: %v, want ErrWithdrawnKey within 5 s", err)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return err != nil
+	})
 	if _, err := v.Verify(otherTok); err != nil {
 		t.Errorf("the other key's token: %v", err)
 	}
-	for fetches.Load() == before {
-		if time.Now().After(deadline) {
-			t.Fatal("the notice did not make the JWKS be fetched again")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.Eventually(t, 5*time.Second, "the notice made the JWKS be fetched again", func() bool { return fetches.Load() != before })
 }

@@ -34,7 +34,8 @@ const (
 )
 
 // tokenErrorCodes are the documented error codes of the token endpoint, by
-// status (spec: Token endpoint errors). 503 cannot happen with Redis up.
+// status (resourceserver/apidocs/guides/errors.md, Token endpoint errors;
+// RFC 6749 section 5.2). 503 cannot happen with Redis up.
 var tokenErrorCodes = map[int][]string{
 	http.StatusBadRequest:      {"invalid_request", "unsupported_grant_type", "invalid_scope"},
 	http.StatusUnauthorized:    {"invalid_client"},

@@ -8,7 +8,8 @@ package tokenserver
 // token it actually signed: expires_in is that token's exp - iat.
 //
 // What of go-oauth2 is used, and what is not and why (its defaults
-// contradict the spec; README, "Dependencies"):
+// contradict the partner guides, resourceserver/apidocs/guides; README,
+// "Dependencies"):
 //
 //   - used: manage.Manager.GenerateAccessToken, with its ClientStore (the
 //     client this request authenticated, handed over in the request's

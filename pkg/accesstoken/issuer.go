@@ -13,7 +13,8 @@ import (
 // maxSigLen sizes the token buffer: Ed25519 and ES256 signatures are 64 bytes.
 const maxSigLen = 64
 
-// Lifetime of every access token (spec: Limits, 3600 seconds).
+// Lifetime of every access token: 3600 seconds (RFC 6749 section 5.1
+// expires_in; resourceserver/apidocs/guides/rate-limits.md, Limits).
 const Lifetime = 3600 * time.Second
 
 // Issuer signs access tokens with a KeySet's active key.

@@ -256,7 +256,7 @@ func TestVerifyTime(t *testing.T) {
 		}
 	}
 	if accesstoken.Lifetime != time.Hour {
-		t.Errorf("Lifetime = %v, the spec says 3600 s", accesstoken.Lifetime)
+		t.Errorf("Lifetime = %v, the guides say 3600 s", accesstoken.Lifetime)
 	}
 }
 

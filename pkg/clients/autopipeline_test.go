@@ -12,6 +12,7 @@ import (
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/redisconn"
 	"github.com/partnerapi/authplatform/pkg/redistest"
+	"github.com/partnerapi/authplatform/pkg/testwait"
 )
 
 // TestAutoPipelineDroppedConnections: with the per-request scripts
@@ -77,9 +78,13 @@ func TestAutoPipelineDroppedConnections(t *testing.T) {
 			}
 		}()
 	}
-	// Kill every other client's connection 20 times, 25 ms apart.
+	// Kill every other client's connection 20 times, each time once 64
+	// more requests have ended: every kill meets connections under load.
 	for range 20 {
-		time.Sleep(25 * time.Millisecond)
+		ended := admitted.Load() + failed.Load()
+		testwait.Eventually(t, 10*time.Second, "64 requests between two kills", func() bool {
+			return admitted.Load()+failed.Load() >= ended+64
+		})
 		if err := killer.Do(ctx, "client", "kill", "type", "normal", "skipme", "yes").Err(); err != nil {
 			t.Fatalf("CLIENT KILL: %v", err)
 		}

@@ -8,7 +8,8 @@ import (
 	"regexp"
 )
 
-// Credential formats (spec: Client).
+// Credential formats (resourceserver/apidocs/guides/authentication.md,
+// Client credentials).
 const (
 	ClientIDPrefix = "svc_"
 	SecretPrefix   = "svc_cs_"

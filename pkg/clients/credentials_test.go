@@ -176,8 +176,9 @@ func TestDigest(t *testing.T) {
 	}
 }
 
-// TestScopeRules: the scope rules of ClientSpec.Validate (spec: Scopes,
-// rule 1), every problem reported at once.
+// TestScopeRules: the scope rules of ClientSpec.Validate
+// (resourceserver/apidocs/guides/scopes-and-audiences.md, rule 1 under
+// Rules), every problem reported at once.
 func TestScopeRules(t *testing.T) {
 	tests := []struct {
 		audience string

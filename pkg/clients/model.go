@@ -11,7 +11,8 @@ import (
 	"unicode/utf8"
 )
 
-// Audiences: the kinds of partner (spec: Client description).
+// Audiences: the kinds of partner
+// (resourceserver/apidocs/guides/scopes-and-audiences.md, Audiences).
 const (
 	AudiencePharma     = "pharma"
 	AudienceHospital   = "hospital"
@@ -30,7 +31,7 @@ const (
 	StatusRevoked = "revoked"
 )
 
-// Scopes (spec: Authentication, Scopes).
+// Scopes (resourceserver/apidocs/guides/scopes-and-audiences.md, Scopes).
 const (
 	ScopeProgrammeMetricsRead = "programme.metrics.read"
 	ScopeEventsSubscribe      = "events.subscribe"
@@ -38,20 +39,23 @@ const (
 	ScopeReferralsWrite       = "referrals.write"
 )
 
-// Defaults (spec: Limits).
+// Defaults (resourceserver/apidocs/guides/rate-limits.md, Limits).
 const (
 	DefaultRateLimitPerMinute      = 120
 	DefaultTokenRateLimitPerMinute = 30
 	MaxRateLimitPerMinute          = 100_000_000
 )
 
-// AllScopes lists every scope, in the spec's order.
+// AllScopes lists every scope, in the order of the table in
+// resourceserver/apidocs/guides/scopes-and-audiences.md.
 var AllScopes = []string{ScopeProgrammeMetricsRead, ScopeEventsSubscribe, ScopePatientsRead, ScopeReferralsWrite}
 
-// patientScopes are granted to hospital clients only (spec: Scopes, rule 1).
+// patientScopes are granted to hospital clients only
+// (resourceserver/apidocs/guides/scopes-and-audiences.md, rule 1 under Rules).
 var patientScopes = []string{ScopePatientsRead, ScopeReferralsWrite}
 
-// Audiences lists every partner audience (spec: Client description).
+// Audiences lists every partner audience
+// (resourceserver/apidocs/guides/scopes-and-audiences.md, Audiences).
 var Audiences = []string{AudiencePharma, AudienceHospital, AudiencePSPPartner}
 
 // Scopes of the admin API (README: Admin API), held only by operator
@@ -159,7 +163,7 @@ type OrgSpec struct {
 
 var slugRE = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$`)
 
-// Validate reports every problem of the spec at once.
+// Validate reports every problem of the organisation spec s at once.
 func (s OrgSpec) Validate() error {
 	var errs []error
 	if !slugRE.MatchString(s.Slug) {
@@ -227,7 +231,8 @@ type ClientSpec struct {
 	Keys *ClientKeySource
 }
 
-// Validate reports every problem of the spec at once, scope rules included.
+// Validate reports every problem of the client spec s at once, scope rules
+// included.
 func (s ClientSpec) Validate() error {
 	var errs []error
 	if !slugRE.MatchString(s.OrgSlug) {
@@ -258,7 +263,8 @@ func (s ClientSpec) Validate() error {
 }
 
 // scopeProblems enforces the scope rules: known scopes only, no repeats,
-// and patient-level scopes for hospital clients only (spec: Scopes, rule 1).
+// and patient-level scopes for hospital clients only
+// (resourceserver/apidocs/guides/scopes-and-audiences.md, rule 1 under Rules).
 func scopeProblems(audience string, scopes []string) []error {
 	var errs []error
 	seen := map[string]bool{}

@@ -31,7 +31,8 @@ func (s *Store) lock(ctx context.Context, key string, ttl time.Duration) (func()
 	}
 }
 
-// The simulation organisation (spec: Scopes, rule 5).
+// The simulation organisation (resourceserver/apidocs/guides/sandbox.md;
+// scopes-and-audiences.md, rule 5 under Rules).
 const (
 	SandboxOrgSlug = "sandbox-simulation"
 	SandboxOrgName = "Sandbox Simulation Organisation (demo data only)"

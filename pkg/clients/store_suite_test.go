@@ -183,7 +183,7 @@ func testCreateClient(t *testing.T, e *env) {
 		e.clock.Add(time.Millisecond)
 	}
 	if clients.DefaultRateLimitPerMinute != 120 || clients.DefaultTokenRateLimitPerMinute != 30 {
-		t.Fatalf("defaults are %d/%d, the spec says 120/30", clients.DefaultRateLimitPerMinute, clients.DefaultTokenRateLimitPerMinute)
+		t.Fatalf("defaults are %d/%d, the guides say 120/30", clients.DefaultRateLimitPerMinute, clients.DefaultTokenRateLimitPerMinute)
 	}
 }
 

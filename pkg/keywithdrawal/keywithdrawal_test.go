@@ -13,21 +13,8 @@ import (
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
 	"github.com/partnerapi/authplatform/pkg/keywithdrawal"
 	"github.com/partnerapi/authplatform/pkg/redistest"
+	"github.com/partnerapi/authplatform/pkg/testwait"
 )
-
-// eventually polls cond for up to 5 seconds and returns how long it took.
-func eventually(t *testing.T, what string, cond func() bool) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for time.Since(start) < 5*time.Second {
-		if cond() {
-			return time.Since(start)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatalf("never: %s", what)
-	return 0
-}
 
 // TestWithdrawReachesWatchers: a withdrawal reaches every watcher through
 // the channel (the poll interval here is an hour, so only the message can
@@ -58,7 +45,7 @@ func TestWithdrawReachesWatchers(t *testing.T) {
 				t.Fatalf("Withdraw = %d, %v", v, err)
 			}
 			for _, w := range []*keywithdrawal.Watcher{a, b2} {
-				d := eventually(t, "the watcher sees k1 withdrawn", func() bool { return w.Withdrawn("k1") })
+				d := testwait.Eventually(t, 5*time.Second, "the watcher sees k1 withdrawn", func() bool { return w.Withdrawn("k1") })
 				t.Logf("seen after %s", d)
 			}
 			if a.Withdrawn("k2") {
@@ -92,7 +79,7 @@ func TestWithdrawLostMessage(t *testing.T) {
 	ctx := context.Background()
 	rdb.SAdd(ctx, prefix+"{signing-keys}:withdrawn", "k9")
 	rdb.Incr(ctx, prefix+"{signing-keys}:version")
-	d := eventually(t, "the poll sees k9", func() bool { return w.Withdrawn("k9") })
+	d := testwait.Eventually(t, 5*time.Second, "the poll sees k9", func() bool { return w.Withdrawn("k9") })
 	t.Logf("seen by the poll after %s", d)
 }
 
@@ -152,7 +139,7 @@ func TestWithdrawnRefused(t *testing.T) {
 	if _, err := store.Withdraw(context.Background(), kid1); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the withdrawn key's token refused", func() bool {
+	testwait.Eventually(t, 5*time.Second, "the withdrawn key's token refused", func() bool {
 		_, err := v.Verify(tok)
 		return errors.Is(err, accesstoken.ErrWithdrawnKey)
 	})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/partnerapi/authplatform/pkg/redisconn"
 	"github.com/partnerapi/authplatform/pkg/redistest"
+	"github.com/partnerapi/authplatform/pkg/testwait"
 )
 
 // budgetSlack is what a loaded machine may add to the command budget.
@@ -55,17 +56,7 @@ func TestBudgetFrozenNode(t *testing.T) {
 	}
 	t.Logf("frozen node: %d GETs failed after %v to %v: %v", n, slices.Min(took), slices.Max(took), errs[0])
 	s.Thaw()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		err := rdb.Get(ctx, "budget").Err()
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("GET after the thaw: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testwait.Eventually(t, 5*time.Second, "a GET after the thaw", func() bool { return rdb.Get(ctx, "budget").Err() == nil })
 	// A caller's shorter deadline is kept.
 	s.Freeze()
 	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
@@ -189,9 +180,15 @@ func TestClusterTryAgain(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(100 * time.Millisecond)
+	ran := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return runs
+	}
+	testwait.Eventually(t, 5*time.Second, "runs before the move", func() bool { return ran() >= 20 })
 	m := c.MoveSlot(t, slot, to, 200*time.Millisecond)
-	time.Sleep(100 * time.Millisecond)
+	moved := ran()
+	testwait.Eventually(t, 5*time.Second, "runs after the move", func() bool { return ran() >= moved+20 })
 	close(stop)
 	wg.Wait()
 	t.Logf("%v: %d runs, slowest %v, %d failed", m, runs, slowest, len(failed))

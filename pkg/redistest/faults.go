@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/partnerapi/authplatform/pkg/testwait"
 )
 
 // Freeze stops the server process with SIGSTOP, as a hung host, a stalled
@@ -93,7 +95,7 @@ func (m SlotMove) String() string {
 func (c *Cluster) WaitSettled(t testing.TB, within time.Duration) {
 	t.Helper()
 	ctx := context.Background()
-	waitFor(t, within, "cluster state ok on every running node", func() bool {
+	testwait.Eventually(t, within, "cluster state ok on every running node", func() bool {
 		for _, n := range c.Nodes {
 			if n.Running() && infoOf(ctx, n, "CLUSTER INFO", "cluster_state") != "ok" {
 				return false
@@ -109,7 +111,7 @@ func (c *Cluster) WaitSettled(t testing.TB, within time.Duration) {
 func (g *Sentinel) WaitSettled(t testing.TB, within time.Duration) {
 	t.Helper()
 	ctx := context.Background()
-	waitFor(t, within, "sentinel group settled", func() bool {
+	testwait.Eventually(t, within, "sentinel group settled", func() bool {
 		p := g.currentPrimary(ctx)
 		if p == nil || infoField(ctx, p, "replication", "role") != "master" {
 			return false

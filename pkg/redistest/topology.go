@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/partnerapi/authplatform/pkg/testwait"
 )
 
 // Topology is a replicated Redis the way operators run it, started on
@@ -113,18 +115,6 @@ func infoField(ctx context.Context, s *Server, section, field string) string {
 	return ""
 }
 
-// waitFor polls cond every 50 ms until it holds or within passes.
-func waitFor(t testing.TB, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("redistest: %s: not within %v", what, within)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // Running reports whether the server process is up.
 func (s *Server) Running() bool { return s.cmd != nil }
 
@@ -157,7 +147,7 @@ func StartCluster(t testing.TB) *Cluster {
 		t.Fatalf("redistest: redis-cli --cluster create: %v\n%s", err, out)
 	}
 	ctx := context.Background()
-	waitFor(t, 30*time.Second, "cluster state ok on every node", func() bool {
+	testwait.Eventually(t, 30*time.Second, "cluster state ok on every node", func() bool {
 		for _, n := range c.Nodes {
 			if infoOf(ctx, n, "CLUSTER INFO", "cluster_state") != "ok" {
 				return false
@@ -196,7 +186,7 @@ func infoOf(ctx context.Context, s *Server, command, field string) string {
 func (c *Cluster) waitReplicasSynced(t testing.TB) {
 	t.Helper()
 	ctx := context.Background()
-	waitFor(t, 30*time.Second, "every replica synced", func() bool {
+	testwait.Eventually(t, 30*time.Second, "every replica synced", func() bool {
 		for _, n := range c.Nodes {
 			if !n.Running() {
 				continue
@@ -309,7 +299,7 @@ func (c *Cluster) WaitPromoted(t testing.TB, candidates []*Server, within time.D
 	t.Helper()
 	ctx := context.Background()
 	var promoted *Server
-	waitFor(t, within, "a replica promoted", func() bool {
+	testwait.Eventually(t, within, "a replica promoted", func() bool {
 		for _, n := range candidates {
 			if n.Running() && infoField(ctx, n, "replication", "role") == "master" &&
 				infoOf(ctx, n, "CLUSTER INFO", "cluster_state") == "ok" {
@@ -334,7 +324,7 @@ func (c *Cluster) PlannedFailover(t testing.TB, replica *Server, within time.Dur
 	r := redis.NewClient(&redis.Options{Addr: replica.Addr()})
 	defer r.Close()
 	var asked time.Time
-	waitFor(t, within, "a planned failover to "+replica.Addr(), func() bool {
+	testwait.Eventually(t, within, "a planned failover to "+replica.Addr(), func() bool {
 		if infoField(ctx, replica, "replication", "role") == "master" && infoOf(ctx, replica, "CLUSTER INFO", "cluster_state") == "ok" {
 			return true
 		}
@@ -419,10 +409,10 @@ func StartSentinel(t testing.TB) *Sentinel {
 		g.Sentinels = append(g.Sentinels, s)
 	}
 	ctx := context.Background()
-	waitFor(t, 30*time.Second, "replica synced", func() bool {
+	testwait.Eventually(t, 30*time.Second, "replica synced", func() bool {
 		return infoField(ctx, replica, "replication", "master_link_status") == "up"
 	})
-	waitFor(t, 30*time.Second, "sentinels know the replica and each other", func() bool {
+	testwait.Eventually(t, 30*time.Second, "sentinels know the replica and each other", func() bool {
 		for _, s := range g.Sentinels {
 			c := redis.NewSentinelClient(&redis.Options{Addr: s.Addr(), DialTimeout: 500 * time.Millisecond})
 			m, err := c.Master(ctx, g.Master).Result()
@@ -485,7 +475,7 @@ func (g *Sentinel) WaitPromoted(t testing.TB, candidates []*Server, within time.
 	t.Helper()
 	ctx := context.Background()
 	var promoted *Server
-	waitFor(t, within, "sentinels promote a replica", func() bool {
+	testwait.Eventually(t, within, "sentinels promote a replica", func() bool {
 		p := g.currentPrimary(ctx)
 		for _, n := range candidates {
 			if p == n && infoField(ctx, n, "replication", "role") == "master" {

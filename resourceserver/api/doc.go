@@ -37,8 +37,8 @@
 // 60 seconds, counted in Redis across every replica (one-second buckets,
 // package ratelimit, each counted until its newest request is 60 s old); a
 // limit changed with "authserver clients set-rate-limit" applies from the
-// next request. Past it the answer is 429 with Retry-After: 60 (spec:
-// Limits), which is always true: a request sent 60 s after a 429, with
+// next request. Past it the answer is 429 with Retry-After: 60
+// (apidocs/guides/rate-limits.md, Limits), which is always true: a request sent 60 s after a 429, with
 // nothing sent in between, is admitted. Every answer to an admitted or
 // rate-limited request carries the rate-limit fields of the IETF httpapi
 // draft "RateLimit header fields for HTTP" in their original three-field

@@ -69,8 +69,9 @@ func newDocSet(d *apidocs.Docs) docSet {
 	return ds
 }
 
-// openAPI serves the OpenAPI document: format absent or "json" (spec:
-// Versioning), any other value, or a repeated one, is 400.
+// openAPI serves the OpenAPI document: format absent or "json" (the
+// README's GET /api/v1/schema/?format=json), any other value, or a repeated
+// one, is 400.
 func (s *server) openAPI(c *gin.Context) {
 	if f, ok := c.Request.URL.Query()["format"]; ok && (len(f) != 1 || f[0] != "json") {
 		s.fail(c, fmt.Errorf("%w: format=%q", errBadFormat, f))

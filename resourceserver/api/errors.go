@@ -63,10 +63,11 @@ var (
 	errRateLimited = &problem{
 		status:     http.StatusTooManyRequests,
 		detail:     "rate limit exceeded; retry after the time in Retry-After",
-		retryAfter: "60", // spec: Limits, "429 with header Retry-After: 60"
+		retryAfter: "60", // apidocs/guides/rate-limits.md, Limits
 	}
 	// errNotFound answers unknown paths and records outside the caller's
-	// organisation alike (spec: Scopes, rule 4).
+	// organisation alike (apidocs/guides/scopes-and-audiences.md, rule 4
+	// under Rules).
 	errNotFound         = &problem{status: http.StatusNotFound, detail: "not found"}
 	errMethodNotAllowed = &problem{status: http.StatusMethodNotAllowed, detail: "method not allowed"}
 	errBadFormat        = &problem{status: http.StatusBadRequest, detail: "unsupported format; use format=json"}
@@ -77,15 +78,15 @@ var (
 		detail:     "service temporarily unavailable",
 		retryAfter: "5",
 	}
-	// The probe's 503s carry Retry-After like every other 503 (spec:
-	// Other API errors, 5xx).
+	// The probe's 503s carry Retry-After like every other 503
+	// (apidocs/guides/errors.md, Other API errors).
 	errRedisNotReady = &problem{status: http.StatusServiceUnavailable, detail: "redis unavailable", retryAfter: "5"}
 	errKeysNotReady  = &problem{status: http.StatusServiceUnavailable, detail: "signing keys unavailable", retryAfter: "5"}
 	errInternal      = &problem{status: http.StatusInternalServerError, detail: "internal error"}
 )
 
-// rateLimited is the 429 of a refused request: Retry-After is the spec's 60
-// (Limits), the window's length (ratelimit.Decision.RetryAfter): package
+// rateLimited is the 429 of a refused request: Retry-After is the 60 of
+// apidocs/guides/rate-limits.md (Limits), the window's length (ratelimit.Decision.RetryAfter): package
 // ratelimit admits a request at the latest a window after a refusal, so a
 // client that waits Retry-After seconds, having sent nothing since, is
 // always admitted.
@@ -140,7 +141,8 @@ func (s *server) fail(c *gin.Context, err error) {
 	if p.retryAfter != "" {
 		h.Set("Retry-After", p.retryAfter)
 	}
-	// The one writer of {"detail"} bodies (spec: Other API errors).
+	// The one writer of {"detail"} bodies (apidocs/guides/errors.md, Other
+	// API errors).
 	httpserver.WriteDetail(c.Writer, p.status, nil, p.detail)
 }
 

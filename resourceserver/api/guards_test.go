@@ -1,8 +1,9 @@
 package api
 
-// The guards the next release's endpoints will compose (spec: Scopes, rules
-// 3 and 4); no route of this release needs them, so they live with their
-// tests until one does. Routes would use them after authentication, for
+// The guards the next release's endpoints will compose
+// (apidocs/guides/scopes-and-audiences.md, rules 3 and 4 under Rules); no
+// route of this release needs them, so they live with their tests until one
+// does. Routes would use them after authentication, for
 // example:
 //
 //	get(s.authenticated, "/organizations/:org/programmes/",
@@ -17,7 +18,8 @@ import (
 
 // RequireScope admits only callers whose token carries every one of
 // scopes; others get 403 with an insufficient_scope challenge (RFC 6750
-// section 3.1; spec: Scopes, rule 3). It must follow authentication.
+// section 3.1; apidocs/guides/scopes-and-audiences.md, rule 3 under
+// Rules). It must follow authentication.
 func (s *server) RequireScope(scopes ...string) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		cl, ok := callerOf(c)
@@ -38,9 +40,10 @@ func (s *server) RequireScope(scopes ...string) gin.HandlerFunc {
 // OrgGuard admits only requests whose path parameter param names the
 // caller's own organisation (its slug). Any other organisation is answered
 // exactly like a path or record that does not exist, 404 {"detail":"not
-// found"}, so that existence elsewhere is never confirmed (spec: Scopes,
-// rule 4). Handlers that load a record by id check its organisation with
-// ownsOrg and answer errNotFound the same way.
+// found"}, so that existence elsewhere is never confirmed
+// (apidocs/guides/scopes-and-audiences.md, rule 4 under Rules). Handlers
+// that load a record by id check its organisation with ownsOrg and answer
+// errNotFound the same way.
 func (s *server) OrgGuard(param string) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		if !ownsOrg(c, c.Param(param)) {
@@ -59,7 +62,8 @@ func ownsOrg(c *gin.Context, slug string) bool {
 }
 
 // insufficientScope is the 403 of a token without scope (RFC 6750 section
-// 3.1, insufficient_scope; spec: Scopes, rule 3).
+// 3.1, insufficient_scope; apidocs/guides/scopes-and-audiences.md, rule 3
+// under Rules).
 func insufficientScope(scope string) *problem {
 	return &problem{
 		status:    http.StatusForbidden,

@@ -8,11 +8,14 @@ import (
 	"github.com/gin-gonic/gin"
 )
 
-// APIVersion is the major version of the API (spec: Versioning).
+// APIVersion is the major version of the API, the v1 of its paths and the
+// api_version of GET /api/v1/me/ (apidocs/openapi.json;
+// apidocs/guides/quickstart.md, 3. Call the API).
 const APIVersion = "1"
 
-// clientDescription is the body of GET /api/v1/me/ (spec: Client
-// description), keys exactly as the spec names them.
+// clientDescription is the body of GET /api/v1/me/, keys exactly as the
+// OpenAPI document (apidocs/openapi.json, and TestClientDescriptionMatchesSpec
+// in package apidocs) and apidocs/guides/quickstart.md name them.
 type clientDescription struct {
 	APIVersion         string       `json:"api_version"`
 	ClientID           string       `json:"client_id"`

@@ -269,7 +269,8 @@ func TestSetRateLimit(t *testing.T) {
 	}
 	rec = doGet(t, s.handler, "/api/v1/me/", tok)
 	wantJSON(t, rec, http.StatusTooManyRequests, map[string]any{"detail": detailRateLimited})
-	// Retry-After: the spec's 60, or RateLimit-Reset when that is longer
+	// Retry-After: the 60 of apidocs/guides/rate-limits.md (Limits), or
+	// RateLimit-Reset when that is longer
 	// (the oldest second counts in full: up to 61).
 	retry := max(60, mustAtoi(t, rec.Header().Get("RateLimit-Reset")))
 	wantHeader(t, rec, map[string]string{"RateLimit-Limit": "3", "RateLimit-Remaining": "0", "Retry-After": strconv.Itoa(retry)})

@@ -37,7 +37,8 @@ var wantOperations = map[string][]string{
 	"/readyz":                                 {http.MethodGet},
 }
 
-// wantScopes are the four scopes of the spec's scope table.
+// wantScopes are the four scopes of the table in
+// guides/scopes-and-audiences.md, Scopes.
 var wantScopes = []string{"events.subscribe", "patients.read", "programme.metrics.read", "referrals.write"}
 
 func newDocs(t *testing.T) *apidocs.Docs {
@@ -153,7 +154,7 @@ func flatten(s *openapi3.Schema, prefix string) (props, required []string) {
 
 func TestClientDescriptionMatchesSpec(t *testing.T) {
 	doc := loadDoc(t, newDocs(t))
-	// The spec's table "Client description (returned by GET /api/v1/me/)":
+	// The body of GET /api/v1/me/ (guides/quickstart.md, 3. Call the API):
 	// 11 fields, all required.
 	want := []string{
 		"api_version", "audience", "client_id", "environment", "name", "organization",
@@ -530,7 +531,8 @@ func TestPages(t *testing.T) {
 	}
 }
 
-// guideFacts lists what each guide must state (the spec's tables and rules).
+// guideFacts lists what each guide must state (the partner API's tables and
+// rules: each guide is where partners read them).
 var guideFacts = map[string][]string{
 	"quickstart": {
 		"curl", "golang.org/x/oauth2/clientcredentials", "/api/v1/oauth/token/", "grant_type=client_credentials",

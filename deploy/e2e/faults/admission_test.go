@@ -118,7 +118,8 @@ func answerOf(t *testing.T, rec *httptest.ResponseRecorder, realm string) surfac
 // insufficient_scope on the admin API (a valid token without the operator
 // standing) and 401 invalid_token on the partner API (operator tokens are
 // not for it, README: Admin API); a 429's Retry-After is the limiter's
-// wait on the admin API and the spec's 60 on the partner API.
+// wait on the admin API and the 60 of the partner guides
+// (resourceserver/apidocs/guides/rate-limits.md, Limits) on the partner API.
 func TestAdmissionAcrossSurfaces(t *testing.T) {
 	rdb := redistest.Client(t)
 	prefix := redistest.Prefix(t, rdb)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/partnerapi/authplatform/pkg/ratelimit/ratelimittest"
 	"github.com/partnerapi/authplatform/pkg/redistest"
+	"github.com/partnerapi/authplatform/pkg/testwait"
 )
 
 // The load of TestRedisOutage: loadWorkers goroutines, each sending a token
@@ -66,7 +67,7 @@ func TestRedisOutage(t *testing.T) {
 
 	// 1. Load on a healthy Redis.
 	loadStart := time.Now()
-	waitFor(t, "200s under load before the outage", 20*time.Second, func() bool {
+	testwait.Eventually(t, 20*time.Second, "200s under load before the outage", func() bool {
 		return time.Since(loadStart) >= phaseMin &&
 			count(s.answers(), func(r result) bool { return r.status == http.StatusOK && r.sent.After(loadStart) }) >= phaseAnswers
 	})
@@ -76,11 +77,11 @@ func TestRedisOutage(t *testing.T) {
 	// are seen answering 503 in between.
 	srv.Kill()
 	killed := time.Now()
-	waitFor(t, "both servers answering 503", 10*time.Second, func() bool {
+	testwait.Eventually(t, 10*time.Second, "both servers answering 503", func() bool {
 		return unavailableProblem(s.token(c)) == "" && unavailableProblem(s.me(tok)) == ""
 	})
 	down := time.Now()
-	waitFor(t, "503s under load during the outage", 20*time.Second, func() bool {
+	testwait.Eventually(t, 20*time.Second, "503s under load during the outage", func() bool {
 		return time.Since(down) >= phaseMin &&
 			count(s.answers(), func(r result) bool { return r.status == http.StatusServiceUnavailable && r.sent.After(down) }) >= phaseAnswers
 	})
@@ -111,7 +112,7 @@ func TestRedisOutage(t *testing.T) {
 	}
 
 	// 4. Load after recovery: everything sent from now on is served.
-	waitFor(t, "200s under load after recovery", 20*time.Second, func() bool {
+	testwait.Eventually(t, 20*time.Second, "200s under load after recovery", func() bool {
 		return time.Since(recovered) >= phaseMin &&
 			count(s.answers(), func(r result) bool { return r.status == http.StatusOK && r.sent.After(recovered) }) >= phaseAnswers
 	})
@@ -296,19 +297,6 @@ func (l *load) finish() {
 }
 
 func (l *load) elapsed() time.Duration { return l.end.Sub(l.start) }
-
-// waitFor polls cond every 20 ms until it holds, failing the test after
-// within.
-func waitFor(t *testing.T, what string, within time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %v for %s", within, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
 
 func count(rs []result, pred func(result) bool) int {
 	n := 0

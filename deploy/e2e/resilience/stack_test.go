@@ -37,8 +37,8 @@ const (
 	highLimit = 1_000_000
 )
 
-// The exact answers the tests expect (spec: Errors; the servers' own tests
-// pin the same texts).
+// The exact answers the tests expect (resourceserver/apidocs/guides/errors.md;
+// the servers' own tests pin the same texts).
 const (
 	tokenUnavailableBody = `{"error":"temporarily_unavailable","error_description":"The service cannot reach its state store; retry after the number of seconds in Retry-After"}`
 	meUnavailableBody    = `{"detail":"service temporarily unavailable"}`

@@ -301,8 +301,9 @@ func journey(t *testing.T, top *topology) {
 			t.Errorf("%s served none of the %d requests: %v", s, rateLimit, served)
 		}
 	}
-	// Retry-After is the spec's 60 on the Redis clock too, and
-	// RateLimit-Reset says the same (never 61, never less beside 60).
+	// Retry-After is the 60 of resourceserver/apidocs/guides/rate-limits.md
+	// (Limits) on the Redis clock too, and RateLimit-Reset says the same
+	// (never 61, never less beside 60).
 	a := top.wantMeStatus(t, top.edge, tok, http.StatusTooManyRequests)
 	if a.header.Get("Retry-After") != "60" || a.header.Get("RateLimit-Reset") != "60" {
 		t.Errorf("429 with Retry-After %q and RateLimit-Reset %q, want 60 and 60: %v", a.header.Get("Retry-After"), a.header.Get("RateLimit-Reset"), a.header)
