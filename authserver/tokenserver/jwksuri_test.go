@@ -131,7 +131,12 @@ func TestJWKSURIConcurrent(t *testing.T) {
 				if (g+i)%3 != 0 {
 					key, status = stranger, http.StatusUnauthorized
 				}
-				r := post(t, e.url+PathToken, formType, assertionForm(key.Sign(t, assertiontest.Claims(id, testIssuer, e.now.Now()))))
+				// exp 5 minutes ahead: the clock moves 100 s while the
+				// requests run, more than a minute's assertion (plus the
+				// 30 s leeway) outlives on a loaded machine.
+				claims := assertiontest.Claims(id, testIssuer, e.now.Now())
+				claims["exp"] = e.now.Now().Add(5 * time.Minute).Unix()
+				r := post(t, e.url+PathToken, formType, assertionForm(key.Sign(t, claims)))
 				if r.Status != status {
 					t.Errorf("kid %s: %d %s", key.KID, r.Status, r.Body)
 				}
