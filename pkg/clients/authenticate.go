@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/partnerapi/authplatform/pkg/dpop"
 	"github.com/partnerapi/authplatform/pkg/ratelimit"
 )
 
@@ -82,6 +83,9 @@ const (
 	replyTokenLimited = 4
 	replyOK           = 5
 	replyStaleKeys    = 6
+	replyProofNeeded  = 7
+	replyProofBad     = 8
+	replyProofReplay  = 9
 )
 
 // authArgs are authenticate.lua's ARGV, in order.
@@ -99,11 +103,13 @@ type authArgs struct {
 	JTITTLMS          int64
 	CheckSecretID     string // "" for no token to check
 	CheckExp          int64
+	Proof             string // "" no DPoP proof, "0" refused, "1" verified
+	ProofTTLMS        int64
 }
 
 func (a authArgs) argv() []any {
 	return []any{a.Digest, a.DigestHex, a.Mode, a.WantScopes, a.NowMS, a.WindowMS, a.FailureLimit, a.Tag,
-		a.RepeatLimit, a.Method, a.Verified, a.KeysVersion, a.JTITTLMS, a.CheckSecretID, a.CheckExp}
+		a.RepeatLimit, a.Method, a.Verified, a.KeysVersion, a.JTITTLMS, a.CheckSecretID, a.CheckExp, a.Proof, a.ProofTTLMS}
 }
 
 // authReply is authenticate.lua's reply.
@@ -154,6 +160,15 @@ const (
 	// longer has (Assertion.KeysVersion is not the client's): nothing was
 	// counted; load the client's keys again, verify again and retry.
 	StaleKeys
+	// The DPoP outcomes of a token request (RFC 9449 section 5), each
+	// decided after the client authenticated and before its token limit
+	// (nothing counted): ProofRequired, no proof from a client registered
+	// with dpop_bound_access_tokens (section 5.2); ProofInvalid, a proof
+	// the caller refused (Attempt.DPoP.Verified false); ProofReplayed, a
+	// proof whose jti was used before (section 11.1).
+	ProofRequired
+	ProofInvalid
+	ProofReplayed
 )
 
 // Attempt is one client authentication: on the token endpoint (Token), by
@@ -193,6 +208,11 @@ type Attempt struct {
 	// Check is a token of this client whose standing is read in the same
 	// round trip (introspection): Authentication.TokenAlive.
 	Check *TokenRef
+	// DPoP is the DPoP proof of a token request (RFC 9449 section 5) as
+	// the caller checked it (dpop.Verify); nil when the request carried no
+	// DPoP header. A verified proof's jti is marked used in the same round
+	// trip, once the client authenticated.
+	DPoP *ProofCheck
 	// Now is the clock of the limits (nil: the Redis server's).
 	Now func() time.Time
 }
@@ -214,6 +234,18 @@ type AssertionCheck struct {
 	// refused, as its jti could not be remembered.
 	JTI     string
 	Expires time.Time
+}
+
+// ProofCheck is what the caller learnt of a token request's DPoP proof.
+type ProofCheck struct {
+	// Verified reports that dpop.Verify accepted it; Proof is then what
+	// Verify returned. An unverified proof is still passed, so that its
+	// refusal is answered only to an authenticated client.
+	Verified bool
+	Proof    dpop.Proof
+	// TTL is how long its single-use mark lives: dpop.ReplayTTL of the
+	// window and leeway it was verified with.
+	TTL time.Duration
 }
 
 // Authentication is the result of Authenticate.
@@ -319,13 +351,21 @@ func (s *Store) Authenticate(ctx context.Context, a Attempt) (Authentication, er
 			args.Verified = "0"
 		}
 	}
+	proofKey := s.dpopKey(a.ClientID, "")
+	if p := a.DPoP; p != nil && a.Token {
+		args.Proof = "0"
+		if p.Verified && p.TTL > 0 {
+			args.Proof, args.ProofTTLMS = "1", p.TTL.Milliseconds()
+			proofKey = s.dpopKey(a.ClientID, dpop.ReplayKey(p.Proof))
+		}
+	}
 	checkKey := s.revokedTokenKey(a.ClientID, "")
 	if c := a.Check; c != nil && c.ClientID == a.ClientID {
 		checkKey, args.CheckSecretID, args.CheckExp = s.revokedTokenKey(a.ClientID, c.ID), strconv.FormatInt(c.SecretID, 10), c.ExpiresAt
 	}
 	res, err := s.runHot(ctx, authenticateScript,
 		[]string{s.clientKey(a.ClientID), s.tokenLogKey(a.ClientID), s.failureLogKey(a.ClientID, a.Address),
-			s.failureTagsKey(a.ClientID, a.Address), s.repeatLogKey(a.ClientID, a.Address), checkKey, jtiKey},
+			s.failureTagsKey(a.ClientID, a.Address), s.repeatLogKey(a.ClientID, a.Address), checkKey, jtiKey, proofKey},
 		args.argv()...).Result()
 	var r authReply
 	if err == nil {
@@ -358,6 +398,9 @@ func (s *Store) Authenticate(ctx context.Context, a Attempt) (Authentication, er
 		}
 	case replyStaleKeys:
 		out.Outcome = StaleKeys
+	case replyProofNeeded, replyProofBad, replyProofReplay:
+		out.Outcome = ProofRequired + AuthOutcome(r.Code-replyProofNeeded)
+		out.Generation, out.Scopes = r.Generation, scopesFrom(strconv.FormatInt(r.Granted, 10))
 	default:
 		return Authentication{}, unavailable("authenticate", fmt.Errorf("unexpected reply %+v", r))
 	}

@@ -49,6 +49,10 @@ func (s *Store) CreateClient(ctx context.Context, spec ClientSpec) (Client, stri
 		"token_rate_limit", c.TokenRateLimitPerMinute, "status", c.Status,
 		"generation", c.Generation, "created_at", ms, "updated_at", ms,
 	}
+	if spec.DPoPBound {
+		fields = append(fields, "dpop_bound", 1)
+		c.DPoPBound = true
+	}
 	secret, blob := "", []byte(nil)
 	if spec.Keys != nil {
 		if blob, err = spec.Keys.blob(); err != nil {
@@ -76,6 +80,9 @@ func (s *Store) CreateClient(ctx context.Context, spec ClientSpec) (Client, stri
 	entry := audit.Record{At: now, Event: "client.created", Detail: "generation=1", Actor: audit.ActorFrom(ctx)}
 	if c.AuthMethod == AuthPrivateKeyJWT {
 		entry.Detail += " auth_method=" + AuthPrivateKeyJWT
+	}
+	if c.DPoPBound {
+		entry.Detail += " dpop_bound=true"
 	}
 	args = append(args, entry.Line(), auditMaxLen, string(blob))
 	cmd, ack, err := s.write(ctx, createClientScript, []string{s.clientKey(c.ID), s.clientAudit(c.ID), s.keysKey(c.ID)}, args...)
@@ -233,6 +240,19 @@ func (s *Store) setLimit(ctx context.Context, id, field string, perMinute int64)
 	return s.changeAndRead(ctx, setLimitScript, field, id, strconv.FormatInt(perMinute, 10), field)
 }
 
+// SetDPoPBound sets the client's dpop_bound_access_tokens (RFC 9449
+// section 5.2, Client.DPoPBound); it applies from the next token request.
+// Tokens issued before keep their kind: a bearer token issued while the
+// client was not bound lives until it expires (rotate-secret or revoke to
+// end them).
+func (s *Store) SetDPoPBound(ctx context.Context, id string, bound bool) (Client, error) {
+	v := "0"
+	if bound {
+		v = "1"
+	}
+	return s.changeAndRead(ctx, setDPoPScript, "dpop_bound", id, v)
+}
+
 // changeAndRead makes a change and reads the record back; a change the
 // replicas did not confirm comes back with its error.
 func (s *Store) changeAndRead(ctx context.Context, script *luascript.Script, what, id, value string, extra ...any) (Client, error) {
@@ -272,6 +292,7 @@ func clientFrom(id string, m map[string]string) Client {
 	c.RateLimitPerMinute, _ = strconv.ParseInt(m["rate_limit"], 10, 64)
 	c.TokenRateLimitPerMinute, _ = strconv.ParseInt(m["token_rate_limit"], 10, 64)
 	c.Generation, _ = strconv.ParseInt(m["generation"], 10, 64)
+	c.DPoPBound = m["dpop_bound"] == "1"
 	if v := m["rotated_at"]; v != "" {
 		t := parseTime(v)
 		c.RotatedAt = &t

@@ -139,6 +139,10 @@ type Client struct {
 	// JWKSURI is where the client's public keys are fetched, when they are
 	// not registered (private_key_jwt).
 	JWKSURI string
+	// DPoPBound is the client metadata dpop_bound_access_tokens (RFC 9449
+	// section 5.2): the token endpoint issues it DPoP-bound tokens only,
+	// and refuses a token request without a DPoP proof.
+	DPoPBound bool
 }
 
 // SecretInfo names one of a client's secrets (never the secret).
@@ -229,6 +233,9 @@ type ClientSpec struct {
 	// Keys, when set, makes a private_key_jwt client (RFC 7523 section
 	// 2.2) with these public keys instead of a secret.
 	Keys *ClientKeySource
+	// DPoPBound makes a client that gets DPoP-bound tokens only
+	// (Client.DPoPBound).
+	DPoPBound bool
 }
 
 // Validate reports every problem of the client spec s at once, scope rules

@@ -47,6 +47,7 @@ var (
 	rotateKeysScript   = changeScript("rotate_keys.lua")
 	revokeClientScript = changeScript("revoke_client.lua")
 	setLimitScript     = changeScript("set_limit.lua")
+	setDPoPScript      = changeScript("set_dpop.lua")
 )
 
 func changeScript(name string) *luascript.Script {

@@ -102,6 +102,7 @@ func runStoreSuite(t *testing.T, newStore func(t *testing.T, now func() time.Tim
 		{"AuthenticateScope", testAuthenticateScope},
 		{"TokenLimit", testTokenLimit},
 		{"TokenLimitAnyWindow", testTokenLimitAnyWindow},
+		{"DPoP", testDPoP},
 		{"FailureBudget", testFailureBudget},
 		{"StaleSecretNoLockout", testStaleSecretNoLockout},
 		{"FailureTagsBounded", testFailureTagsBounded},

@@ -10,6 +10,7 @@
 --   5 the log of their repeats
 --   6 the revocation mark of a token to check (introspection), else unused
 --   7 the single-use mark of an assertion's jti (private_key_jwt), else unused
+--   8 the single-use mark of a DPoP proof (RFC 9449 section 11.1), else unused
 -- ARGV:
 --   1 the secret's digest (raw)   2 the same, hex (records written before
 --     digests were stored raw)     ('' for an assertion)
@@ -22,11 +23,15 @@
 --   13 the jti mark's lifetime, ms (until the assertion's exp plus the
 --     skew it is accepted with, plus a margin; not positive: refused)
 --   14 the secret id of a token to check ('': none)  15 its exp (s)
+--   16 the token request's DPoP proof (RFC 9449 section 5): '' none sent,
+--     '0' sent but refused by the caller, '1' verified by the caller
+--   17 the proof's mark's lifetime, ms (dpop.ReplayTTL)
 --
 -- Reply, always 9 integers: {code, generation, granted scope bits, token
 -- count, wait_ms, token limit, repeated, secret id, token alive}. Codes
 -- (named alike in authenticate.go, the reply* constants):
 local UNKNOWN, BAD, TOO_MANY, BAD_SCOPE, TOKEN_LIMITED, OK, STALE_KEYS = 0, 1, 2, 3, 4, 5, 6
+local PROOF_REQUIRED, PROOF_INVALID, PROOF_REPLAYED = 7, 8, 9
 
 local function reply(code, gen, granted, count, wait, limit, repeated, sid, alive)
   return {code, gen or 0, granted or 0, count or 0, wait or 0, limit or 0, repeated or 0, sid or 0, alive or 0}
@@ -44,7 +49,7 @@ local function scope_bits(v)
 end
 
 local st = redis.call('HMGET', KEYS[1], 'status', 'secret_digest', 'generation', 'scopes', 'token_rate_limit',
-  'auth_method', 'keys_version', 'secret_id', 'secret2_digest', 'secret2_id', 'revoked_until')
+  'auth_method', 'keys_version', 'secret_id', 'secret2_digest', 'secret2_id', 'revoked_until', 'dpop_bound')
 -- An unknown id takes the path of a wrong secret, failure accounting
 -- included, so that the time of the answer does not tell which ids exist;
 -- the keys it wrote are deleted before it returns (made-up ids leave
@@ -144,6 +149,17 @@ if ARGV[3] ~= 'token' then
     if not (ru and tonumber(ARGV[15]) <= ru and redis.call('EXISTS', KEYS[6]) == 1) then alive = 1 end
   end
   return reply(OK, gen, want, 0, 0, 0, 0, sid, alive)
+end
+-- The DPoP proof, once the client is authenticated (so a caller that is not
+-- learns nothing of it) and before its token limit (a refused proof spends
+-- none of it): refused by the caller, missing for a client registered with
+-- dpop_bound_access_tokens (RFC 9449 section 5.2), or used before (its mark
+-- lives as long as the proof is acceptable, section 11.1).
+local proof = ARGV[16]
+if proof == '0' then return reply(PROOF_INVALID, gen, want, 0, 0, 0, 0, sid) end
+if proof == '' and st[12] == '1' then return reply(PROOF_REQUIRED, gen, want, 0, 0, 0, 0, sid) end
+if proof == '1' and not redis.call('SET', KEYS[8], '1', 'NX', 'PX', ARGV[17]) then
+  return reply(PROOF_REPLAYED, gen, want, 0, 0, 0, 0, sid)
 end
 local limit = tonumber(st[5]) or 30
 local a, c, w = window_limit(KEYS[2], limit, window, now)

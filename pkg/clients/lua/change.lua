@@ -1,6 +1,6 @@
 -- pkg/clients/lua/change.lua: a library, the first file of every script
 -- that changes an existing client (rotate_secret.lua, add_secret.lua,
--- retire_secret.lua, rotate_keys.lua, revoke_client.lua, set_limit.lua;
+-- retire_secret.lua, rotate_keys.lua, revoke_client.lua, set_limit.lua, set_dpop.lua;
 -- composed by package luascript, which maps error lines to the files).
 --
 -- KEYS (every change script): 1 the client record, 2 its audit list, 3 the
@@ -8,7 +8,7 @@
 -- (rotate_keys.lua only; the others pass it unused).
 -- ARGV (every change script): 1 at (ms), 2 the audit list's cap, 3 this
 -- change's nonce, 4 the actor's audit fields (audit.LineActor), 5 the
--- change's value (a digest, a secret id, a key set, a limit; '' for none),
+-- change's value (a digest, a secret id, a key set, a limit, a flag; '' for none),
 -- 6 the limit's field (set_limit.lua only).
 --
 -- Reply of every change script: {code, generation} (changeReply). The same
