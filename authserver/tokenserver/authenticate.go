@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/dpop"
 	"github.com/partnerapi/authplatform/pkg/httpserver"
 )
 
@@ -70,6 +71,7 @@ func (s *Server) authenticate(ctx context.Context, r *http.Request, req *clientR
 	}
 	if token {
 		attempt.Scope, attempt.BadScope = requestedScope(req.Params.Get("scope"))
+		attempt.DPoP = req.Proof
 	}
 	var a clients.Authentication
 	// An assertion checked against keys the client no longer has is
@@ -113,6 +115,12 @@ func (s *Server) authenticate(ctx context.Context, r *http.Request, req *clientR
 		return a, notCounted, errInvalidScope
 	case clients.TokenLimited:
 		return a, notCounted, &slowDown{retryAfter: a.Decision.RetryAfterSeconds()}
+	case clients.ProofRequired:
+		return a, notCounted, errProofRequired
+	case clients.ProofInvalid:
+		return a, notCounted, proofError(req.ProofErr)
+	case clients.ProofReplayed:
+		return a, notCounted, proofError(dpop.ErrReplayed)
 	}
 	if !a.Known {
 		return a, counted, errUnknownClient

@@ -3,6 +3,7 @@ package tokenserver
 import (
 	"net/http"
 
+	"github.com/partnerapi/authplatform/pkg/accesstoken"
 	"github.com/partnerapi/authplatform/pkg/clients"
 )
 
@@ -18,6 +19,9 @@ type introspection struct {
 	Aud       string `json:"aud"`
 	Iss       string `json:"iss"`
 	Jti       string `json:"jti"`
+	// Cnf is a DPoP-bound token's confirmation (RFC 9449 section 6.2),
+	// absent for a bearer token.
+	Cnf *accesstoken.Confirmation `json:"cnf,omitempty"`
 }
 
 var inactive = map[string]bool{"active": false}
@@ -59,9 +63,15 @@ func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, noStore(), inactive)
 		return
 	}
+	// RFC 9449 section 6.2: a bound token is described with token_type
+	// DPoP and its cnf.jkt; a bearer token's answer is as it always was.
+	tokenType := "Bearer"
+	if claims.BoundKey() != "" {
+		tokenType = "DPoP"
+	}
 	writeJSON(w, http.StatusOK, noStore(), introspection{
-		Active: true, Scope: claims.Scope, ClientID: claims.ClientID, TokenType: "Bearer",
+		Active: true, Scope: claims.Scope, ClientID: claims.ClientID, TokenType: tokenType,
 		Exp: claims.ExpiresAt, Iat: claims.IssuedAt, Sub: claims.Subject, Aud: claims.Audience,
-		Iss: claims.Issuer, Jti: claims.ID,
+		Iss: claims.Issuer, Jti: claims.ID, Cnf: claims.Confirmation,
 	})
 }

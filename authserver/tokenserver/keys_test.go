@@ -169,6 +169,7 @@ func TestMetadata(t *testing.T) {
 		"introspection_endpoint_auth_signing_alg_values_supported": ["ES256", "ES384", "RS256", "RS384", "PS256", "EdDSA", "Ed25519"],
 		"revocation_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "private_key_jwt"],
 		"revocation_endpoint_auth_signing_alg_values_supported": ["ES256", "ES384", "RS256", "RS384", "PS256", "EdDSA", "Ed25519"],
+		"dpop_signing_alg_values_supported": ["ES256", "ES384", "RS256", "PS256", "EdDSA"],
 		"scopes_supported": ["programme.metrics.read", "events.subscribe", "patients.read", "referrals.write"],
 		"service_documentation": "https://auth.example.test/llms.txt"
 	}`)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/dpop"
 )
 
 // Paths of the token service.
@@ -33,6 +34,7 @@ type metadata struct {
 	IntrospectionEndpointAuthSigningAlgValuesSupported []string `json:"introspection_endpoint_auth_signing_alg_values_supported"`
 	RevocationEndpointAuthMethodsSupported             []string `json:"revocation_endpoint_auth_methods_supported"`
 	RevocationEndpointAuthSigningAlgValuesSupported    []string `json:"revocation_endpoint_auth_signing_alg_values_supported"`
+	DPoPSigningAlgValuesSupported                      []string `json:"dpop_signing_alg_values_supported"`
 	ScopesSupported                                    []string `json:"scopes_supported"`
 	ServiceDocumentation                               string   `json:"service_documentation"`
 }
@@ -57,8 +59,10 @@ func buildMetadata(issuer string) ([]byte, error) {
 		IntrospectionEndpointAuthSigningAlgValuesSupported: algs,
 		RevocationEndpointAuthMethodsSupported:             auth,
 		RevocationEndpointAuthSigningAlgValuesSupported:    algs,
-		ScopesSupported:      clients.AllScopes,
-		ServiceDocumentation: base + "/llms.txt",
+		// RFC 9449 section 5.1.
+		DPoPSigningAlgValuesSupported: dpop.Algorithms,
+		ScopesSupported:               clients.AllScopes,
+		ServiceDocumentation:          base + "/llms.txt",
 	})
 	if err != nil {
 		return nil, fmt.Errorf("metadata: %w", err)

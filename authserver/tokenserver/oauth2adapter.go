@@ -73,7 +73,14 @@ func newManager(gen *generator) *manage.Manager {
 // issue has go-oauth2 issue the token of an authenticated request, with the
 // scope authenticate granted, and returns the 200 answer's body.
 func (s *Server) issue(ctx context.Context, req *clientRequest, auth clients.Authentication) (tokenResponse, error) {
-	ctx = context.WithValue(ctx, authenticatedKey{}, &authenticatedClient{id: req.Client.ID, generation: auth.Generation, secretID: auth.SecretID})
+	c := &authenticatedClient{id: req.Client.ID, generation: auth.Generation, secretID: auth.SecretID}
+	tokenType := "Bearer" // RFC 6750 section 4
+	if req.Proof != nil && req.Proof.Verified {
+		// RFC 9449 section 5: bound to the proof's key (cnf.jkt, section
+		// 6.1), and said so by its type.
+		c.jkt, tokenType = req.Proof.Proof.JKT, "DPoP"
+	}
+	ctx = context.WithValue(ctx, authenticatedKey{}, c)
 	ti, err := s.manager.GenerateAccessToken(ctx, oauth2.ClientCredentials, &oauth2.TokenGenerateRequest{
 		ClientID: req.Client.ID,
 		Scope:    strings.Join(auth.Scopes, " "),
@@ -85,7 +92,7 @@ func (s *Server) issue(ctx context.Context, req *clientRequest, auth clients.Aut
 		AccessToken: ti.GetAccess(),
 		ExpiresIn:   int64(ti.GetAccessExpiresIn() / time.Second),
 		Scope:       ti.GetScope(),
-		TokenType:   "Bearer", // RFC 6750 section 4
+		TokenType:   tokenType,
 	}, nil
 }
 
@@ -118,6 +125,9 @@ type authenticatedClient struct {
 	generation int64
 	// secretID is the secret it authenticated with (the token's secret_id).
 	secretID int64
+	// jkt is the thumbprint of the DPoP key its token is bound to ("" for
+	// a bearer token).
+	jkt string
 }
 
 var _ oauth2.ClientInfo = (*authenticatedClient)(nil)
@@ -156,7 +166,7 @@ func (g *generator) Token(_ context.Context, data *oauth2.GenerateBasic, _ bool)
 	if issuer == nil { // the signing key is withdrawn
 		return "", "", errNoSigningKey
 	}
-	token, claims, err := issuer.Issue(accesstoken.Grant{ClientID: c.id, Scope: data.TokenInfo.GetScope(), Generation: c.generation, SecretID: c.secretID, Now: g.now()})
+	token, claims, err := issuer.Issue(accesstoken.Grant{ClientID: c.id, Scope: data.TokenInfo.GetScope(), Generation: c.generation, SecretID: c.secretID, JKT: c.jkt, Now: g.now()})
 	if err != nil {
 		return "", "", err
 	}

@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/partnerapi/authplatform/pkg/clients"
 )
 
 // MaxBodyBytes caps a token or introspection request body.
@@ -59,6 +61,11 @@ type credentials struct {
 type clientRequest struct {
 	Params url.Values
 	Client credentials
+	// Proof is a token request's DPoP proof as checked (proof.go), nil
+	// without a DPoP header; ProofErr is the refusal of one that did not
+	// verify (a *dpop.Error), answered only once the client authenticated.
+	Proof    *clients.ProofCheck
+	ProofErr error
 }
 
 // parseClientRequest reads a POST body that is form-encoded or a JSON

@@ -120,6 +120,8 @@ type Server struct {
 	// audiences are the "aud" values a client assertion may carry.
 	assertionKeys *assertionKeys
 	audiences     []string
+	// tokenURL is the token endpoint's public URL: a DPoP proof's htu.
+	tokenURL string
 }
 
 // NewServer wires the token service; a nil logger discards. It returns an
@@ -167,7 +169,8 @@ func NewServer(logger *slog.Logger, cfg Config, deps Deps) (*Server, error) {
 	}
 	// RFC 7523 section 3: the issuer identifier (draft rfc7523bis) or the
 	// token endpoint's URL.
-	s.audiences = []string{cfg.Issuer, strings.TrimSuffix(cfg.Issuer, "/") + PathToken}
+	s.tokenURL = strings.TrimSuffix(cfg.Issuer, "/") + PathToken
+	s.audiences = []string{cfg.Issuer, s.tokenURL}
 	s.manager = newManager(&generator{keys: deps.Keys, now: cfg.Now})
 	s.mux = httpserver.Base{Logger: logger, Trust: cfg.Trust, MaxBodyBytes: MaxBodyBytes}.Wrap(httpserver.NewRouter(s.routes(), s.misrouted))
 	return s, nil

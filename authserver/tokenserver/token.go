@@ -18,8 +18,10 @@ type registry interface {
 }
 
 // handleToken serves POST /api/v1/oauth/token/ (RFC 6749 sections 4.4, 5):
-// parse, check the grant type, authenticate (scope and token limit in the
-// same round trip), then issue through go-oauth2 (oauth2adapter.go).
+// parse, check the grant type, check a DPoP proof (proof.go), authenticate
+// (scope, the proof's verdict and single use, and the token limit in the
+// same round trip), then issue through go-oauth2 (oauth2adapter.go), bound
+// to the proof's key when there is one (RFC 9449 section 5).
 func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	req, err := parseClientRequest(r)
@@ -37,6 +39,7 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 		s.refuse(ctx, w, r, req.Client, errUnsupportedGrant, notCounted)
 		return
 	}
+	s.checkProof(r, req)
 	auth, failed, err := s.authenticate(ctx, r, req, true, nil)
 	if err != nil {
 		s.refuse(ctx, w, r, req.Client, err, failed)

@@ -22,10 +22,12 @@ type TokenService struct {
 // tokenRefusals are the reasons of refused token and introspection
 // requests: the OAuth error codes the token service answers (RFC 6749
 // section 5.2, slow_down of RFC 8628 section 3.5, temporarily_unavailable,
-// server_error). Any other code is counted as "other".
+// server_error, invalid_dpop_proof of RFC 9449 section 5). Any other code
+// is counted as "other".
 var tokenRefusals = []string{
 	"invalid_request", "invalid_client", "invalid_scope", "unsupported_grant_type",
 	"slow_down", "temporarily_unavailable", "server_error", "unauthorized_client",
+	"invalid_dpop_proof",
 }
 
 // tokenEndpoints are the endpoints whose refusals are counted.

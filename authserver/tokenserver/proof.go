@@ -1,0 +1,60 @@
+package tokenserver
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/dpop"
+)
+
+// checkProof checks a token request's DPoP header (RFC 9449 section 4.3)
+// and records the outcome in req: nothing without the header; else the
+// proof as checked (clients.ProofCheck) and, when it did not verify, the
+// refusal.
+//
+// Order (RFC 9449 section 5, RFC 6749 section 5.2): the proof is verified
+// here, before the client authenticates, because verifying takes no I/O
+// and its single-use mark must ride in the authentication's one round trip
+// (section 11.1); but its verdict is decided in that round trip only after
+// the credential (clients.Authenticate), so a caller that does not
+// authenticate gets invalid_client whatever its proof and learns nothing of
+// it, and no mark is written for it. The verification's cost is bounded
+// (dpop.MaxProofLength) and the address's ceiling of failed requests
+// bounds an unauthenticated caller's tries.
+//
+// The proof's htu is compared with the token endpoint's public URL, the
+// issuer's base plus PathToken (the token_endpoint of the metadata), never
+// the address the server listens on (section 4.3, check 9); htm with POST;
+// no access token is presented, so "ath" is not looked at; the iat window
+// is dpop.DefaultWindow and dpop.DefaultLeeway around the server's clock.
+// Server nonces (section 8) are not required.
+func (s *Server) checkProof(r *http.Request, req *clientRequest) {
+	headers := r.Header.Values("DPoP")
+	if len(headers) == 0 {
+		return
+	}
+	p, err := dpop.Verify(dpop.Input{Headers: headers, Method: r.Method, URI: s.tokenURL, Now: s.cfg.Now()})
+	if err != nil {
+		req.Proof, req.ProofErr = &clients.ProofCheck{}, err
+		return
+	}
+	req.Proof = &clients.ProofCheck{Verified: true, Proof: p, TTL: dpop.ReplayTTL(0, 0)}
+}
+
+// errProofRequired refuses a token request without a DPoP proof from a
+// client registered with dpop_bound_access_tokens (RFC 9449 section 5.2).
+var errProofRequired = &oauthError{Status: http.StatusBadRequest, Code: dpop.CodeInvalidProof,
+	Description: "a DPoP proof is required: this client is registered for DPoP-bound access tokens only"}
+
+// proofError is the answer to a refused proof (RFC 9449 section 5): 400
+// with its code (invalid_dpop_proof; use_dpop_nonce is never answered, as
+// nonces are not required) and its description, a fixed sentence of
+// package dpop that quotes nothing of the proof.
+func proofError(err error) *oauthError {
+	var de *dpop.Error
+	if !errors.As(err, &de) {
+		return &oauthError{Status: http.StatusBadRequest, Code: dpop.CodeInvalidProof, Description: "the DPoP proof is invalid"}
+	}
+	return &oauthError{Status: http.StatusBadRequest, Code: de.Code(), Description: de.Description}
+}
