@@ -68,13 +68,14 @@ func runAuthserver(env map[string]string, args ...string) (stdout, stderr string
 // flags, on stdout, exit 0, with -h, --help and `help COMMAND` alike.
 func TestCommandHelp(t *testing.T) {
 	t.Parallel()
-	want := `usage: authserver clients create --org S --name N --audience pharma|hospital|psp_partner --scopes "..." [--rate-limit N] [--auth client_secret|private_key_jwt (--jwks-file F | --jwks-url URL)] [--json]
+	want := `usage: authserver clients create --org S --name N --audience pharma|hospital|psp_partner --scopes "..." [--rate-limit N] [--auth client_secret|private_key_jwt (--jwks-file F | --jwks-url URL)] [--dpop-bound] [--json]
 
 Create a client; prints client_id and client_secret once (private_key_jwt: no secret; the client signs assertions with its private key).
 
 flags:
   --audience string   pharma, hospital or psp_partner
   --auth string       client_secret, or private_key_jwt (RFC 7523) with --jwks-file or --jwks-url (default client_secret)
+  --dpop-bound        issue the client DPoP-bound tokens only (RFC 9449 dpop_bound_access_tokens): a token request without a DPoP proof is refused
   --json              print JSON (README: Operator CLI, JSON output)
   --jwks-file string  a file holding the client's public JWK set (RFC 7517)
   --jwks-url string   an https URL serving the client's public JWK set, fetched by the token service (http only with JWKS_URL_ALLOW_HTTP=true)
@@ -111,7 +112,7 @@ flags:
 	}
 	// A group lists its subcommands.
 	stdout, stderr, err := runAuthserver(nil, "clients", "--help")
-	if err != nil || stderr != "" || !strings.HasPrefix(stdout, "usage: authserver clients SUBCOMMAND") || strings.Count(stdout, "\n  clients ") != 10 {
+	if err != nil || stderr != "" || !strings.HasPrefix(stdout, "usage: authserver clients SUBCOMMAND") || strings.Count(stdout, "\n  clients ") != 11 {
 		t.Errorf("clients --help: %v\n%s%s", err, stdout, stderr)
 	}
 	// help lists every command and the exit statuses.

@@ -4,7 +4,7 @@
 //	authserver keys generate         write a signing key set (or rotate one)
 //	authserver keys withdraw         withdraw a key everywhere within seconds (pkg/keywithdrawal)
 //	authserver orgs create|list      manage organisations
-//	authserver clients ...           create, rotate-secret, revoke, list, show, set-rate-limit, audit
+//	authserver clients ...           create, rotate-secret, revoke, list, show, set-rate-limit, set-dpop-bound, audit
 //	authserver sandbox seed          create the simulation organisation and demo clients
 //	authserver help                  list every command; COMMAND [SUBCOMMAND] --help for one
 //

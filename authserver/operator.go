@@ -154,6 +154,7 @@ func clientsCreate(fs *flag.FlagSet, env cli.Env) cli.Action {
 	scopes := fs.String("scopes", "", `space-separated scopes (required; --scopes "" for none)`)
 	rateLimit := fs.Int64("rate-limit", clients.DefaultRateLimitPerMinute, "API requests per minute, at least 1")
 	auth := fs.String("auth", clients.AuthClientSecret, "client_secret, or private_key_jwt (RFC 7523) with --jwks-file or --jwks-url")
+	dpopBound := fs.Bool("dpop-bound", false, "issue the client DPoP-bound tokens only (RFC 9449 dpop_bound_access_tokens): a token request without a DPoP proof is refused")
 	keys := keyFlags(fs, env)
 	return operator(fs, env, func(ctx context.Context, ops *operations.Service, out output, _ []string) error {
 		if err := checkLimit("--rate-limit", *rateLimit); err != nil {
@@ -163,7 +164,7 @@ func clientsCreate(fs *flag.FlagSet, env cli.Env) cli.Action {
 			return usagef(`clients create needs --scopes "SCOPE ..." (--scopes "" makes a client with no scope)`)
 		}
 		spec := clients.ClientSpec{OrgSlug: *org, Name: *name, Audience: *audience,
-			Scopes: clients.ParseScopes(*scopes), RateLimitPerMinute: *rateLimit}
+			Scopes: clients.ParseScopes(*scopes), RateLimitPerMinute: *rateLimit, DPoPBound: *dpopBound}
 		switch *auth {
 		case clients.AuthClientSecret:
 			if keys.given() {
@@ -354,6 +355,26 @@ func clientsSetRateLimit(fs *flag.FlagSet, env cli.Env) cli.Action {
 	})
 }
 
+func clientsSetDPoP(fs *flag.FlagSet, env cli.Env) cli.Action {
+	return operator(fs, env, func(ctx context.Context, ops *operations.Service, out output, args []string) error {
+		bound := args[1] == "true"
+		if !bound && args[1] != "false" {
+			return usagef("%q: want true or false", args[1])
+		}
+		c, err := ops.SetDPoPBound(ctx, args[0], bound)
+		if err != nil {
+			return err
+		}
+		return out.print(operations.ClientOf(c), func(w io.Writer) {
+			if c.DPoPBound {
+				fmt.Fprintf(w, "client %s: DPoP-bound tokens only, from its next token request\n", c.ID)
+			} else {
+				fmt.Fprintf(w, "client %s: bearer or DPoP-bound tokens, from its next token request\n", c.ID)
+			}
+		})
+	})
+}
+
 func sandboxSeed(fs *flag.FlagSet, env cli.Env) cli.Action {
 	return operator(fs, env, func(ctx context.Context, ops *operations.Service, out output, _ []string) error {
 		o, seeded, err := ops.SeedSandbox(ctx)
@@ -452,6 +473,9 @@ func describe(w io.Writer, c clients.Client) {
 			keys = printable(c.JWKSURI)
 		}
 		fmt.Fprintf(tw, "  keys\tversion %d, %s\n", c.KeysVersion, keys)
+	}
+	if c.DPoPBound {
+		fmt.Fprintf(tw, "  tokens\tDPoP-bound only (dpop_bound_access_tokens)\n")
 	}
 	tw.Flush()
 }

@@ -140,6 +140,9 @@ type createClientRequest struct {
 	// clients.AuthPrivateKeyJWT, with keys in JWKS or JWKSURI.
 	AuthMethod string `json:"auth_method"`
 	keysRequest
+	// DPoPBound is the client metadata dpop_bound_access_tokens (RFC 9449
+	// section 5.2): the client gets DPoP-bound tokens only.
+	DPoPBound bool `json:"dpop_bound_access_tokens"`
 }
 
 // keysRequest is a private_key_jwt client's public keys: a JWK set (RFC
@@ -175,7 +178,7 @@ func (s *Server) handleCreateClient(ctx context.Context, r *http.Request, body [
 	if err := decode(body, &req); err != nil {
 		return 0, nil, err
 	}
-	spec := clients.ClientSpec{OrgSlug: req.OrgSlug, Name: req.Name, Audience: req.Audience, Scopes: req.Scopes}
+	spec := clients.ClientSpec{OrgSlug: req.OrgSlug, Name: req.Name, Audience: req.Audience, Scopes: req.Scopes, DPoPBound: req.DPoPBound}
 	if req.RateLimitPerMinute != nil {
 		if err := operations.CheckLimit("rate_limit_per_minute", *req.RateLimitPerMinute); err != nil {
 			return 0, nil, err

@@ -156,6 +156,12 @@ func (s *Service) SetRateLimit(ctx context.Context, id string, perMinute int64, 
 	return s.Registry.SetRateLimit(ctx, id, perMinute)
 }
 
+// SetDPoPBound sets or clears a client's dpop_bound_access_tokens (RFC
+// 9449 section 5.2), from its next token request.
+func (s *Service) SetDPoPBound(ctx context.Context, id string, bound bool) (clients.Client, error) {
+	return s.Registry.SetDPoPBound(ctx, id, bound)
+}
+
 // GetClient reads one client (never a secret).
 func (s *Service) GetClient(ctx context.Context, id string) (clients.Client, error) {
 	return s.Registry.GetClient(ctx, id)

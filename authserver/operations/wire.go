@@ -35,6 +35,9 @@ type Client struct {
 	Secrets                 []SecretInfo `json:"secrets"`
 	KeysVersion             int64        `json:"keys_version,omitempty"`
 	JWKSURI                 string       `json:"jwks_uri,omitempty"`
+	// DPoPBound is the client metadata dpop_bound_access_tokens (RFC 9449
+	// section 5.2), shown only when true.
+	DPoPBound bool `json:"dpop_bound_access_tokens,omitempty"`
 }
 
 // SecretInfo names one of a client's secrets (never the secret).
@@ -49,7 +52,7 @@ func ClientOf(c clients.Client) Client {
 		Environment: c.Environment, Scopes: c.Scopes, RateLimitPerMinute: c.RateLimitPerMinute,
 		TokenRateLimitPerMinute: c.TokenRateLimitPerMinute, Status: c.Status, Generation: c.Generation,
 		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt, RotatedAt: c.RotatedAt, RevokedAt: c.RevokedAt,
-		AuthMethod: c.AuthMethod, KeysVersion: c.KeysVersion, JWKSURI: c.JWKSURI}
+		AuthMethod: c.AuthMethod, KeysVersion: c.KeysVersion, JWKSURI: c.JWKSURI, DPoPBound: c.DPoPBound}
 	if w.Scopes == nil {
 		w.Scopes = []string{}
 	}
