@@ -148,6 +148,11 @@ func scenarios(f *docsFixture) map[string]func() reply {
 		"POST /api/v1/oauth/token/ 401": func() reply {
 			return f.request(http.MethodPost, tokenPath, formType, grant, basicAuth(f.id, clients.NewSecret()))
 		},
+		"POST /api/v1/oauth/token/ 400 invalid_dpop_proof": func() reply {
+			// A proof made for another URL (htu) than the token endpoint's.
+			p := newDPoPProof(f.t, http.MethodPost, issuer+"/api/v1/oauth/introspect/", time.Now())
+			return f.request(http.MethodPost, tokenPath, formType, grant, basicAuth(f.id, f.secret), func(r *http.Request) { r.Header.Set("DPoP", p) })
+		},
 		"POST /api/v1/oauth/token/ 429": func() reply {
 			id, secret := f.fresh()
 			for range clients.DefaultTokenRateLimitPerMinute {

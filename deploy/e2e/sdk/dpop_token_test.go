@@ -12,6 +12,11 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/lestrrat-go/jwx/v3/jwa"
+	"github.com/lestrrat-go/jwx/v3/jwk"
+	"github.com/lestrrat-go/jwx/v3/jws"
 
 	"github.com/partnerapi/authplatform/authserver/tokenserver"
 	"github.com/partnerapi/authplatform/pkg/clients"
@@ -82,6 +87,33 @@ func TestDPoPTokenFromServer(t *testing.T) {
 	if tok, err := withKey.TokenSource().TokenContext(context.Background()); err != nil || tok.TokenType != partnerclient.TokenTypeDPoP {
 		t.Fatalf("bound client with a DPoP key: %+v, %v", tok, err)
 	}
+}
+
+// newDPoPProof is a DPoP proof (RFC 9449 section 4.2) for method and htu
+// at iat, signed with a new ES256 key: what a client's JOSE library makes.
+func newDPoPProof(t testing.TB, method, htu string, iat time.Time) string {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := jwk.Import(key.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := jws.NewHeaders()
+	if err := h.Set(jws.TypeKey, "dpop+jwt"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Set(jws.JWKKey, pub); err != nil {
+		t.Fatal(err)
+	}
+	payload, _ := json.Marshal(map[string]any{"jti": rand.Text(), "htm": method, "htu": htu, "iat": iat.Unix()})
+	out, err := jws.Sign(payload, jws.WithKey(jwa.ES256(), key, jws.WithProtectedHeaders(h)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
 }
 
 // post sends a form to the stack with HTTP Basic and reads the answer.
