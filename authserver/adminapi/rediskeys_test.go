@@ -10,8 +10,8 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jwa"
 
 	"github.com/partnerapi/authplatform/pkg/clients"
-	"github.com/partnerapi/authplatform/pkg/dpop"
 	"github.com/partnerapi/authplatform/pkg/clients/assertiontest"
+	"github.com/partnerapi/authplatform/pkg/dpop"
 	"github.com/partnerapi/authplatform/pkg/keywithdrawal"
 	"github.com/partnerapi/authplatform/pkg/redistest"
 )
@@ -96,7 +96,7 @@ func TestRedisKeysListed(t *testing.T) {
 	// A token request with a verified DPoP proof (its mark set).
 	if r, err := s.store.Authenticate(ctx, clients.Attempt{ClientID: keyed, Address: "192.0.2.1", FailureLimit: 60, Token: true,
 		Assertion: &clients.AssertionCheck{Raw: "b", Verified: true, KeysVersion: "1", JTI: "jti-2", Expires: time.Now().Add(time.Minute)},
-		DPoP: &clients.ProofCheck{Verified: true, Proof: dpop.Proof{JKT: "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs", JTI: "p-1"}, TTL: dpop.ReplayTTL(0, 0)}}); err != nil || r.Outcome != clients.Authenticated {
+		DPoP:      &clients.ProofCheck{Verified: true, Proof: dpop.Proof{JKT: "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs", JTI: "p-1"}, TTL: dpop.ReplayTTL(0, 0)}}); err != nil || r.Outcome != clients.Authenticated {
 		t.Fatalf("DPoP proof: %+v %v", r, err)
 	}
 	wrong := clients.NewSecret()
