@@ -15,6 +15,13 @@
 // round trip, the scope only after the secret, so a wrong secret never
 // learns what a client holds.
 //
+// DPoP (RFC 9449, proof.go): a token request's DPoP proof is verified with
+// package dpop before that round trip and judged in it after the
+// credential (an unauthenticated caller learns nothing of it); its jti is
+// marked used there, and the token is issued bound to the proof's key
+// (token_type DPoP, cnf.jkt). Introspection describes a bound token with
+// token_type DPoP and its cnf (section 6.2).
+//
 // Who may introspect what: a client authenticates as itself and learns only
 // about its own tokens. A token of any other client is answered
 // {"active":false}, exactly as an invalid one (RFC 7662 section 2.2 allows

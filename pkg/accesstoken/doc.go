@@ -16,6 +16,14 @@
 // server's signing-key authority, says which); every "not a valid token"
 // error is an ErrInvalidToken, and any other error means the keys could not
 // be read.
+//
+// A token issued on a request with a DPoP proof (RFC 9449) is bound to the
+// proof's key: Grant.JKT puts "cnf": {"jkt": thumbprint} in its claims
+// (section 6.1), and the verifier reads it into Claims.Confirmation
+// (Claims.BoundKey), accepting exactly that one member in "cnf"; a bearer
+// token has none. Comparing it with a request's proof (dpop.CheckBinding)
+// is the admission's.
+//
 // Whether the client behind a token is still in good standing
 // (credential generation, revocation) is not decided here: that state lives in
 // Redis and is read by package clients.
