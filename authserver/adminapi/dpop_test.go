@@ -33,6 +33,26 @@ func TestDPoPBoundClient(t *testing.T) {
 		t.Fatalf("bound client's token request without a proof: %d %s", status, body)
 	}
 
+	// PUT .../dpop-bound changes it both ways.
+	if a := s.call(hc, "PUT", "/admin/v1/clients/"+id+"/dpop-bound", map[string]any{"dpop_bound_access_tokens": false}); a.Status != 200 ||
+		strings.Contains(string(a.Body), "dpop_bound_access_tokens") {
+		t.Fatalf("dpop-bound false: %d %s", a.Status, a.Body)
+	}
+	if st := s.tokenStatus(id, secret); st != 200 {
+		t.Fatalf("unbound client's token request: %d", st)
+	}
+	if a := s.call(hc, "PUT", "/admin/v1/clients/"+id+"/dpop-bound", map[string]any{"dpop_bound_access_tokens": true}); a.Status != 200 || a.json(t)["dpop_bound_access_tokens"] != true {
+		t.Fatalf("dpop-bound true: %d %s", a.Status, a.Body)
+	}
+	if st := s.tokenStatus(id, secret); st != 400 {
+		t.Fatalf("bound again, a token request without a proof: %d, want 400", st)
+	}
+	for _, bad := range []any{map[string]any{}, map[string]any{"dpop_bound_access_tokens": "true"}, map[string]any{"dpop_bound_access_tokens": nil}} {
+		if a := s.call(hc, "PUT", "/admin/v1/clients/"+id+"/dpop-bound", bad); a.Status != 400 {
+			t.Errorf("dpop-bound %v: %d %s, want 400", bad, a.Status, a.Body)
+		}
+	}
+
 	for _, v := range []any{false, nil} {
 		req := map[string]any{"organization_slug": "acme-health", "name": "Plain", "audience": "hospital", "scopes": []string{"patients.read"}}
 		if v != nil {

@@ -345,6 +345,21 @@ func (s *Server) handleSetRateLimit(token bool) handlerFunc {
 	}
 }
 
+// handleSetDPoPBound sets the client's dpop_bound_access_tokens (RFC 9449
+// section 5.2).
+func (s *Server) handleSetDPoPBound(ctx context.Context, r *http.Request, body []byte) (int, any, error) {
+	var req struct {
+		DPoPBound *bool `json:"dpop_bound_access_tokens"`
+	}
+	if err := decode(body, &req); err != nil {
+		return 0, nil, err
+	}
+	if req.DPoPBound == nil {
+		return 0, nil, invalid("the body must be {\"dpop_bound_access_tokens\": true} or false")
+	}
+	return changed(s.deps.Ops.SetDPoPBound(ctx, r.PathValue("client_id"), *req.DPoPBound))
+}
+
 func (s *Server) handleClientAudit(ctx context.Context, r *http.Request, _ []byte) (int, any, error) {
 	entries, err := s.deps.Ops.ClientAudit(ctx, r.PathValue("client_id"))
 	return http.StatusOK, list[operations.AuditEntry]{Items: operations.AuditEntriesOf(entries)}, err

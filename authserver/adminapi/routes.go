@@ -23,6 +23,7 @@ func (s *Server) routes() []route {
 		{http.MethodPost, Prefix + "/clients/{client_id}/revoke", write, s.handleRevoke},
 		{http.MethodPut, Prefix + "/clients/{client_id}/rate-limit", write, s.handleSetRateLimit(false)},
 		{http.MethodPut, Prefix + "/clients/{client_id}/token-rate-limit", write, s.handleSetRateLimit(true)},
+		{http.MethodPut, Prefix + "/clients/{client_id}/dpop-bound", write, s.handleSetDPoPBound},
 		{http.MethodGet, Prefix + "/clients/{client_id}/audit", read, s.handleClientAudit},
 		{http.MethodGet, Prefix + "/keys", read, s.handleListKeys},
 		{http.MethodPost, Prefix + "/keys/{kid}/withdraw", write, s.handleWithdrawKey},
