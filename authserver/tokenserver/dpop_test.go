@@ -269,9 +269,9 @@ func TestDPoPBoundClient(t *testing.T) {
 	wantJSON(t, r, bodySlowDown)
 }
 
-// TestDPoPTokenDies: a bound token dies exactly as a bearer token: by a
-// rotation of the client's secret and by revocation (RFC 7009), as
-// introspection shows.
+// TestDPoPTokenDies: a bound token dies exactly as a bearer token: by
+// revocation (RFC 7009), by the retirement of the secret it was issued for
+// and by a rotation of the client's secret, as introspection shows.
 func TestDPoPTokenDies(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -285,6 +285,19 @@ func TestDPoPTokenDies(t *testing.T) {
 	r := post(t, e.url+PathRevoke, formType, form("token", revoked), basic(id, secret))
 	wantStatus(t, r, http.StatusOK)
 	wantJSON(t, introspect(t, e.url, id, secret, revoked), bodyInactive)
+	wantJSON(t, introspect(t, e.url, id, secret, kept), dpopActiveBody(t, kept, k.jkt))
+
+	// Retirement: a token of the retired secret dies, the other's lives.
+	_, sid, second, err := e.store.AddSecret(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ofSecond := dpopTokenReply(t, post(t, e.url+PathToken, formType, form("grant_type", "client_credentials"), basic(id, second), header("DPoP", k.proof(t, epoch))),
+		"events.subscribe", k.jkt)
+	if _, err := e.store.RetireSecret(context.Background(), id, sid); err != nil {
+		t.Fatal(err)
+	}
+	wantJSON(t, introspect(t, e.url, id, secret, ofSecond), bodyInactive)
 	wantJSON(t, introspect(t, e.url, id, secret, kept), dpopActiveBody(t, kept, k.jkt))
 
 	_, newSecret, err := e.store.RotateSecret(context.Background(), id)
