@@ -312,4 +312,3 @@ func sharedNonces(t *testing.T, rdb redis.UniversalClient, prefix string) *dpopn
 	}
 	return s
 }
-
