@@ -34,21 +34,7 @@ type Claims struct {
 	// it; a token that carries one is refused before that time, less
 	// Leeway.
 	NotBefore int64 `json:"nbf,omitempty"`
-	// CNF is "cnf" (RFC 7800 section 3.1): the key a DPoP-bound token is
-	// bound to (RFC 9449 section 6.1); nil for a bearer token.
-	CNF *Confirmation `json:"cnf,omitempty"`
 }
-
-// Confirmation is the "cnf" claim of a DPoP-bound token: the JWK SHA-256
-// thumbprint (RFC 7638, base64url without padding) of the key its proofs
-// must be signed with (RFC 9449 section 6.1). The verifier accepts a cnf
-// holding exactly one member, "jkt", of 43 base64url characters.
-type Confirmation struct {
-	JKT string `json:"jkt"`
-}
-
-// Bound reports whether the token is DPoP-bound (carries cnf.jkt).
-func (c *Claims) Bound() bool { return c.CNF != nil && c.CNF.JKT != "" }
 
 // CredentialID is the id of the secret the token came from: SecretID, or 1
 // when it carries none.

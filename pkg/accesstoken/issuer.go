@@ -53,10 +53,7 @@ type Grant struct {
 	// SecretID is the id of the secret the client authenticated with
 	// (Claims.SecretID; 0 or 1 leave the claim out).
 	SecretID int64
-	// JKT, when not empty, binds the token to a DPoP key (RFC 9449
-	// section 6.1): the thumbprint the token's cnf.jkt carries.
-	JKT string
-	Now time.Time
+	Now      time.Time
 }
 
 // Issue signs a token for g and returns it with its claims.
@@ -79,9 +76,6 @@ func (is *Issuer) Issue(g Grant) (string, Claims, error) {
 	}
 	if g.SecretID > 1 {
 		c.SecretID = g.SecretID
-	}
-	if g.JKT != "" {
-		c.CNF = &Confirmation{JKT: g.JKT}
 	}
 	payload, err := json.Marshal(&c)
 	if err != nil {

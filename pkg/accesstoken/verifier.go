@@ -139,7 +139,7 @@ func (v *Verifier) verifySignature(token string) (*Claims, string, error) {
 	if !strictMembers(payload, claimNames) {
 		return nil, "", ErrClaims
 	}
-	if err := json.Unmarshal(payload, &c); err != nil || !validCNF(payload, c.CNF) {
+	if err := json.Unmarshal(payload, &c); err != nil {
 		return nil, "", ErrClaims
 	}
 	if c.Issuer != v.issuer {
@@ -181,8 +181,7 @@ func (v *Verifier) CheckTime(c *Claims) error {
 // members this package reads, and the claims of Claims.
 var (
 	headerNames = []string{"alg", "kid", "typ", "crit", "b64", "jku", "jwk", "x5u", "x5c", "cty"}
-	claimNames  = []string{"iss", "sub", "client_id", "aud", "iat", "exp", "jti", "scope", "gen", "nbf", "secret_id", "cnf"}
-	cnfNames    = []string{"jkt"}
+	claimNames  = []string{"iss", "sub", "client_id", "aud", "iat", "exp", "jti", "scope", "gen", "nbf", "secret_id"}
 )
 
 // strictMembers reports whether obj is a JSON object of at most MaxMembers
@@ -222,29 +221,6 @@ func strictMembers(obj []byte, exact []string) bool {
 	}
 	_, err := dec.Token()
 	return err == nil
-}
-
-// validCNF reports whether a token's cnf, if any, is exactly {"jkt": a
-// SHA-256 thumbprint} (RFC 9449 section 6.1): one member spelt exactly, 43
-// canonical base64url characters. A "cnf": null is refused too.
-func validCNF(payload []byte, cnf *Confirmation) bool {
-	var raw struct {
-		CNF json.RawMessage `json:"cnf"`
-	}
-	if err := json.Unmarshal(payload, &raw); err != nil {
-		return false
-	}
-	if raw.CNF == nil {
-		return cnf == nil
-	}
-	if cnf == nil || !strictMembers(raw.CNF, cnfNames) {
-		return false
-	}
-	var members map[string]json.RawMessage
-	if err := json.Unmarshal(raw.CNF, &members); err != nil || len(members) != 1 || members["jkt"] == nil {
-		return false
-	}
-	return len(cnf.JKT) == 43 && canonicalBase64URL([]byte(cnf.JKT))
 }
 
 // Now is the verifier's clock.
