@@ -34,6 +34,30 @@ type Claims struct {
 	// it; a token that carries one is refused before that time, less
 	// Leeway.
 	NotBefore int64 `json:"nbf,omitempty"`
+	// Confirmation is "cnf" (RFC 7800 section 3.1): set on a token bound
+	// to a DPoP key (RFC 9449 section 6.1), nil on a bearer token. The
+	// verifier accepts exactly {"jkt": <thumbprint>} and nothing else in
+	// it: a token bound by a method this service does not know is refused,
+	// never taken for a bearer token.
+	Confirmation *Confirmation `json:"cnf,omitempty"`
+}
+
+// Confirmation is a token's "cnf" claim: the key it is bound to.
+type Confirmation struct {
+	// JKT is the RFC 7638 JWK SHA-256 thumbprint of the DPoP key, base64url
+	// without padding (RFC 9449 section 6.1): dpop.Proof.JKT.
+	JKT string `json:"jkt"`
+}
+
+// BoundKey is the thumbprint of the DPoP key the token is bound to
+// (cnf.jkt), "" for a bearer token. A server that admits the token
+// compares it with the proof's key (dpop.CheckBinding); a bound token
+// presented without a proof is refused (RFC 9449 section 7.1).
+func (c *Claims) BoundKey() string {
+	if c.Confirmation == nil {
+		return ""
+	}
+	return c.Confirmation.JKT
 }
 
 // CredentialID is the id of the secret the token came from: SecretID, or 1

@@ -53,7 +53,10 @@ type Grant struct {
 	// SecretID is the id of the secret the client authenticated with
 	// (Claims.SecretID; 0 or 1 leave the claim out).
 	SecretID int64
-	Now      time.Time
+	// JKT, when not empty, binds the token to a DPoP key: the thumbprint
+	// of the proof's key (RFC 9449 section 6.1), its "cnf": {"jkt": JKT}.
+	JKT string
+	Now time.Time
 }
 
 // Issue signs a token for g and returns it with its claims.
@@ -76,6 +79,12 @@ func (is *Issuer) Issue(g Grant) (string, Claims, error) {
 	}
 	if g.SecretID > 1 {
 		c.SecretID = g.SecretID
+	}
+	if g.JKT != "" {
+		if !ValidJKT(g.JKT) {
+			return "", Claims{}, fmt.Errorf("jkt: not a base64url SHA-256 thumbprint")
+		}
+		c.Confirmation = &Confirmation{JKT: g.JKT}
 	}
 	payload, err := json.Marshal(&c)
 	if err != nil {

@@ -135,12 +135,25 @@ func (v *Verifier) verifySignature(token string) (*Claims, string, error) {
 	// encoding/json keeps the last of two equal keys and matches keys
 	// case-insensitively, so {"scope":"a","SCOPE":"b"} or a lone "Scope"
 	// would decode: each claim must appear once, spelt exactly.
-	var c Claims
+	// "cnf" is decoded raw (the outer field shadows Claims.Confirmation)
+	// and then checked strictly, whatever its spelling in the JSON.
+	var w struct {
+		Claims
+		Cnf json.RawMessage `json:"cnf"`
+	}
 	if !strictMembers(payload, claimNames) {
 		return nil, "", ErrClaims
 	}
-	if err := json.Unmarshal(payload, &c); err != nil {
+	if err := json.Unmarshal(payload, &w); err != nil {
 		return nil, "", ErrClaims
+	}
+	c := w.Claims
+	if w.Cnf != nil {
+		conf, ok := parseConfirmation(w.Cnf)
+		if !ok {
+			return nil, "", ErrClaims
+		}
+		c.Confirmation = conf
 	}
 	if c.Issuer != v.issuer {
 		return nil, "", ErrIssuer
@@ -181,8 +194,36 @@ func (v *Verifier) CheckTime(c *Claims) error {
 // members this package reads, and the claims of Claims.
 var (
 	headerNames = []string{"alg", "kid", "typ", "crit", "b64", "jku", "jwk", "x5u", "x5c", "cty"}
-	claimNames  = []string{"iss", "sub", "client_id", "aud", "iat", "exp", "jti", "scope", "gen", "nbf", "secret_id"}
+	claimNames  = []string{"iss", "sub", "client_id", "aud", "iat", "exp", "jti", "scope", "gen", "nbf", "secret_id", "cnf"}
+	cnfNames    = []string{"jkt"}
 )
+
+// ValidJKT reports whether s has the form of a JWK SHA-256 thumbprint
+// (RFC 7638) in base64url without padding: 43 characters, the one
+// spelling of 32 bytes.
+func ValidJKT(s string) bool {
+	return len(s) == 43 && canonicalBase64URL([]byte(s))
+}
+
+// parseConfirmation reads a token's "cnf" strictly (RFC 7800 section 3.1,
+// RFC 9449 section 6.1): an object of exactly one member, "jkt" spelt
+// exactly, holding a thumbprint (ValidJKT). "cnf": null, {} or any other
+// confirmation method is refused: a token bound by a method this service
+// cannot check must never pass for a bearer token.
+func parseConfirmation(raw json.RawMessage) (*Confirmation, bool) {
+	if !strictMembers(raw, cnfNames) {
+		return nil, false
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &members); err != nil || len(members) != 1 {
+		return nil, false
+	}
+	var jkt string
+	if err := json.Unmarshal(members["jkt"], &jkt); err != nil || !ValidJKT(jkt) {
+		return nil, false
+	}
+	return &Confirmation{JKT: jkt}, true
+}
 
 // strictMembers reports whether obj is a JSON object of at most MaxMembers
 // members, no two of whose names are equal under Unicode case folding (the
