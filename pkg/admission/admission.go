@@ -206,7 +206,8 @@ func (a *Admission) Admit(ctx context.Context, r *http.Request) Outcome {
 		return Outcome{Result: Unavailable, Err: fmt.Errorf("verify token: %w", err), DPoP: cred.DPoP}
 	}
 	ref := clients.TokenRefOf(claims)
-	if cred.DPoP || claims.Bound() {
+	bound := claims.BoundKey() != ""
+	if cred.DPoP || bound {
 		out := a.checkProof(r, cred, claims, &ref)
 		if out.Result != Admitted {
 			return a.finish(out)
@@ -216,7 +217,7 @@ func (a *Admission) Admit(ctx context.Context, r *http.Request) Outcome {
 	if err != nil {
 		return Outcome{Result: Unavailable, Claims: claims, Err: err, DPoP: cred.DPoP}
 	}
-	out := Outcome{Claims: claims, Admission: adm, DPoP: cred.DPoP || claims.Bound()}
+	out := Outcome{Claims: claims, Admission: adm, DPoP: cred.DPoP || bound}
 	switch {
 	case adm.Outcome == clients.Replayed:
 		out.Result, out.Err = InvalidProof, fmt.Errorf("client %s: %w", claims.ClientID, dpop.ErrReplayed)

@@ -37,7 +37,7 @@ var errBoundBearer = fmt.Errorf("%w: a DPoP-bound token presented with the Beare
 // trip sets (section 11.1). It returns Admitted, or the refusal.
 func (a *Admission) checkProof(r *http.Request, cred Credentials, claims *accesstoken.Claims, ref *clients.TokenRef) Outcome {
 	switch {
-	case !claims.Bound():
+	case claims.BoundKey() == "":
 		return Outcome{Result: Invalid, Err: errUnboundDPoP, DPoP: true}
 	case !cred.DPoP:
 		return Outcome{Result: Invalid, Err: errBoundBearer, DPoP: true}
@@ -55,7 +55,7 @@ func (a *Admission) checkProof(r *http.Request, cred Credentials, claims *access
 	}
 	proof, err := dpop.Verify(in)
 	if err == nil {
-		err = dpop.CheckBinding(proof, claims.CNF.JKT)
+		err = dpop.CheckBinding(proof, claims.BoundKey())
 	}
 	switch {
 	case errors.Is(err, dpop.ErrUseNonce):

@@ -139,7 +139,7 @@ func TestAdmitDPoP(t *testing.T) {
 			if c.err != nil && !errors.Is(out.Err, c.err) {
 				t.Errorf("cause %v, want %v", out.Err, c.err)
 			}
-			if c.want == admission.Admitted && (out.Err != nil || out.Claims == nil || out.Claims.CNF.JKT != owner.JKT() || out.Admission.Outcome != clients.Admitted) {
+			if c.want == admission.Admitted && (out.Err != nil || out.Claims == nil || out.Claims.BoundKey() != owner.JKT() || out.Admission.Outcome != clients.Admitted) {
 				t.Errorf("admitted outcome %+v", out)
 			}
 		})

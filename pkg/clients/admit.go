@@ -103,7 +103,7 @@ func (s *Store) AdmitAPI(ctx context.Context, t TokenRef, now func() time.Time) 
 		if ttl <= 0 {
 			return APIAdmission{}, unavailable("admit API request", errors.New("a DPoP replay mark needs a lifetime"))
 		}
-		keys = append(keys, s.dpopReplayKey(t.ClientID, t.DPoPReplay))
+		keys = append(keys, s.dpopKey(t.ClientID, t.DPoPReplay))
 		args = append(args, ttl)
 	}
 	r, err := s.runHot(ctx, admitAPIScript, keys, args...).Result()

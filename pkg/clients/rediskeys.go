@@ -49,10 +49,10 @@ func (s *Store) revokedTokenKey(id, jti string) string { return s.prefix + "{" +
 // a margin past the assertion's exp; mark is jtiMark's digest.
 func (s *Store) jtiKey(id, mark string) string { return s.prefix + "{" + id + "}:jti:" + mark }
 
-// dpopReplayKey marks a DPoP proof used at a resource server (RFC 9449
-// section 11.1) for dpop.ReplayTTL; mark is dpop.ReplayKey's digest of the
-// proof's key thumbprint and jti (lua/admit.lua).
-func (s *Store) dpopReplayKey(id, mark string) string { return s.prefix + "{" + id + "}:dpop:" + mark }
+// dpopKey marks a DPoP proof used (RFC 9449 section 11.1) for as long as
+// the proof is acceptable (dpop.ReplayTTL); mark is dpop.ReplayKey's
+// digest of the proof's key and jti.
+func (s *Store) dpopKey(id, mark string) string { return s.prefix + "{" + id + "}:dpop:" + mark }
 
 // orgKey is an organisation's record (hash); orgAudit its audit trail
 // (stream of audit.Record fields, about auditMaxLen).
