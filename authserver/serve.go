@@ -15,9 +15,12 @@ import (
 	"github.com/partnerapi/authplatform/authserver/operations"
 	"github.com/partnerapi/authplatform/authserver/tokenserver"
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
+	"github.com/partnerapi/authplatform/pkg/admission"
 	"github.com/partnerapi/authplatform/pkg/cli"
 	"github.com/partnerapi/authplatform/pkg/clientip"
 	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/dpop"
+	"github.com/partnerapi/authplatform/pkg/dpopnonce"
 	"github.com/partnerapi/authplatform/pkg/httpserver"
 	"github.com/partnerapi/authplatform/pkg/keywithdrawal"
 	"github.com/partnerapi/authplatform/pkg/metrics"
@@ -46,7 +49,12 @@ const defaultAdminAddr = "127.0.0.1:8090"
 type serveConfig struct {
 	serveconfig.Config
 	AdminAddr string
-	KeysFile  string
+	// AdminBaseURL: --admin-base-url, ADMIN_BASE_URL, the admin API's
+	// public base URL, which a DPoP proof's htu names (package admission);
+	// empty: derived from each request (trusted proxies' forwarded
+	// headers, else its listener's address as the request named it).
+	AdminBaseURL string
+	KeysFile     string
 	// AcceptLegacySecrets: see tokenserver.Config.AcceptLegacySecrets.
 	AcceptLegacySecrets bool
 	// JWKS: what clients' jwks_uri may be (tokenserver.JWKSPolicy).
@@ -62,6 +70,9 @@ func (c serveConfig) Validate() error {
 	} else if c.AdminAddr != httpserver.Off && c.AdminAddr == c.Addr {
 		errs = append(errs, errors.New("--admin-addr (ADMIN_ADDR) must not be the partner-facing --addr"))
 	}
+	if _, ok := dpop.NormalizeURI(c.AdminBaseURL); c.AdminBaseURL != "" && !ok {
+		errs = append(errs, fmt.Errorf("--admin-base-url (ADMIN_BASE_URL) %q: want an absolute http or https URL", c.AdminBaseURL))
+	}
 	if c.KeysFile == "" {
 		errs = append(errs, errors.New("--keys (KEYS_FILE) is required: create one with 'authserver keys generate --out FILE'"))
 	}
@@ -76,6 +87,7 @@ func serveCommand(fs *flag.FlagSet, env cli.Env) cli.Action {
 	cfg := &serveConfig{}
 	cfg.Declare(f, defaults)
 	f.String(&cfg.AdminAddr, "admin-addr", "ADMIN_ADDR", defaultAdminAddr, "listen address of the admin API, or off")
+	f.String(&cfg.AdminBaseURL, "admin-base-url", "ADMIN_BASE_URL", "", "public base URL of the admin API (DPoP proofs' htu); empty: from each request")
 	f.String(&cfg.KeysFile, "keys", "KEYS_FILE", "", "JWK set file of signing keys")
 	f.Bool(&cfg.AcceptLegacySecrets, "accept-legacy-secrets", "ACCEPT_LEGACY_SECRETS", false,
 		"also accept client secrets issued before checksums, until every such client is rotated")
@@ -142,7 +154,18 @@ func serve(ctx context.Context, cfg serveConfig, env cli.Env) error {
 	if err != nil {
 		return err
 	}
-	admin, err := newAdmin(logger, cfg, rdb, authority, verifier, trust)
+	// DPoP server nonces (DPOP_NONCES): one secret in Redis, shared by
+	// every replica (pkg/dpopnonce).
+	var nonces admission.Nonces
+	if cfg.DPoPNonces {
+		shared, err := dpopnonce.SharedNonces(ctx, rdb, cfg.KeyPrefix)
+		if err != nil {
+			return err
+		}
+		go shared.Watch(ctx, logger)
+		nonces = shared
+	}
+	admin, err := newAdmin(logger, cfg, rdb, authority, verifier, trust, nonces)
 	if err != nil {
 		return err
 	}
@@ -172,7 +195,7 @@ func serve(ctx context.Context, cfg serveConfig, env cli.Env) error {
 
 // newAdmin wires the admin API (nil when --admin-addr is off). Its changes
 // wait for the replicas REDIS_URL asks for, like the command line's.
-func newAdmin(logger *slog.Logger, cfg serveConfig, rdb redis.UniversalClient, keys *signingkeys.Authority, tokens *accesstoken.CachingVerifier, trust clientip.Trust) (http.Handler, error) {
+func newAdmin(logger *slog.Logger, cfg serveConfig, rdb redis.UniversalClient, keys *signingkeys.Authority, tokens *accesstoken.CachingVerifier, trust clientip.Trust, nonces admission.Nonces) (http.Handler, error) {
 	if cfg.AdminAddr == httpserver.Off {
 		return nil, nil
 	}
@@ -185,6 +208,6 @@ func newAdmin(logger *slog.Logger, cfg serveConfig, rdb redis.UniversalClient, k
 	store.ConfirmWrites(confirm)
 	withdrawals := keywithdrawal.NewStore(rdb, prefix)
 	withdrawals.ConfirmWrites(confirm)
-	return adminapi.NewServer(logger.With("listener", "admin"), adminapi.Config{Trust: trust, KeyPrefix: prefix, JWKSAllowHTTP: cfg.JWKS.AllowHTTP},
-		adminapi.Deps{Ops: &operations.Service{Registry: store, Withdrawals: withdrawals, JWKS: cfg.JWKS}, Tokens: tokens, Admit: store, Keys: keys, Redis: rdb})
+	return adminapi.NewServer(logger.With("listener", "admin"), adminapi.Config{Trust: trust, KeyPrefix: prefix, JWKSAllowHTTP: cfg.JWKS.AllowHTTP, PublicBaseURL: cfg.AdminBaseURL},
+		adminapi.Deps{Ops: &operations.Service{Registry: store, Withdrawals: withdrawals, JWKS: cfg.JWKS}, Tokens: tokens, Admit: store, Keys: keys, Redis: rdb, Nonces: nonces})
 }

@@ -26,6 +26,13 @@
 // withdrawn key's tokens are refused from the notice on, and the JWKS is
 // fetched again at once.
 //
+// GET /api/v1/me/ also admits a DPoP-bound token with Authorization: DPoP
+// and its proof (RFC 9449; package admission): the proof's htu is checked
+// against BASE_URL plus the path (or, without BASE_URL, the address the
+// request was sent to, forwarded headers only from TRUSTED_PROXIES), and
+// DPOP_NONCES=true (--dpop-nonces) requires a server nonce shared with
+// every replica and the token service through Redis (package dpopnonce).
+//
 // healthcheck is the probe of images without a shell or curl: it exits 0
 // when the local server's /readyz answers 200 (port from HEALTHCHECK_PORT,
 // else ADDR, else 8081).

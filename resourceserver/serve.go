@@ -8,8 +8,10 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/partnerapi/authplatform/pkg/admission"
 	"github.com/partnerapi/authplatform/pkg/cli"
 	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/dpopnonce"
 	"github.com/partnerapi/authplatform/pkg/httpserver"
 	"github.com/partnerapi/authplatform/pkg/metrics"
 	"github.com/partnerapi/authplatform/pkg/redisconn"
@@ -85,12 +87,23 @@ func serve(ctx context.Context, cfg *config, env cli.Env) error {
 			return err
 		}
 	}
+	var nonces admission.Nonces
+	if cfg.DPoPNonces {
+		shared, err := dpopnonce.SharedNonces(ctx, rdb, cfg.KeyPrefix)
+		if err != nil {
+			return err
+		}
+		go shared.Watch(keysCtx, logger)
+		nonces = shared
+	}
 	handler, err := api.NewServer(logger, api.Config{
-		Issuer:   cfg.Issuer,
-		Audience: cfg.Audience,
-		Trust:    cfg.Trust(),
+		Issuer:        cfg.Issuer,
+		Audience:      cfg.Audience,
+		Trust:         cfg.Trust(),
+		PublicBaseURL: cfg.BaseURL,
 	}, api.Deps{
 		Registry: registry,
+		Nonces:   nonces,
 		Keys:     keyAuthority{jwks: keys, withdrawals: withdrawals},
 		Docs:     docs,
 		Ready:    func(ctx context.Context) error { return redisconn.Ready(ctx, rdb, time.Second) },

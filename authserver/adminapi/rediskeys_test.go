@@ -12,6 +12,7 @@ import (
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/clients/assertiontest"
 	"github.com/partnerapi/authplatform/pkg/dpop"
+	"github.com/partnerapi/authplatform/pkg/dpopnonce"
 	"github.com/partnerapi/authplatform/pkg/keywithdrawal"
 	"github.com/partnerapi/authplatform/pkg/redistest"
 )
@@ -109,6 +110,19 @@ func TestRedisKeysListed(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := keywithdrawal.NewStore(s.rdb, s.prefix).Withdraw(ctx, "old-kid"); err != nil {
+		t.Fatal(err)
+	}
+	// A DPoP-bound call (its proof's replay mark, RFC 9449 section 11.1)
+	// and the shared DPoP nonce secret (DPOP_NONCES).
+	kc, err := s.store.GetClient(ctx, keyed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, err := s.store.AdmitAPI(ctx, clients.TokenRef{ClientID: keyed, Generation: kc.Generation, SecretID: 1, ID: "tok-2", ExpiresAt: time.Now().Add(time.Hour).Unix(),
+		DPoPReplay: "0123456789abcdef0123456789abcdef", DPoPReplayTTL: time.Minute}, nil); err != nil || a.Outcome != clients.Admitted {
+		t.Fatalf("DPoP admission: %+v %v", a, err)
+	}
+	if _, err := dpopnonce.SharedNonces(ctx, s.rdb, s.prefix); err != nil {
 		t.Fatal(err)
 	}
 	if a := s.call(hc, "POST", "/admin/v1/sandbox/seed", nil); a.Status != 200 {

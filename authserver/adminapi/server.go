@@ -37,6 +37,10 @@ type Config struct {
 	// not only https: the token service's own policy (JWKS_URL_ALLOW_HTTP),
 	// so that the API registers no URL the token service would not fetch.
 	JWKSAllowHTTP bool
+	// PublicBaseURL is the admin API's public base URL (ADMIN_BASE_URL),
+	// which a DPoP proof's htu names (RFC 9449 section 4.3); empty: derived
+	// from each request through Trust (package admission).
+	PublicBaseURL string
 }
 
 // keyInfo tells which keys the service signs with and publishes.
@@ -57,6 +61,9 @@ type Deps struct {
 	// Keys is the signing-key authority (a *signingkeys.Authority): which
 	// keys the service signs with and publishes.
 	Keys keyInfo
+	// Nonces, when not nil, requires a server nonce in every DPoP proof
+	// (DPOP_NONCES; a *dpopnonce.Shared).
+	Nonces admission.Nonces
 	// Redis holds idempotency records and the admin audit stream.
 	Redis redis.UniversalClient
 }
@@ -85,7 +92,8 @@ func NewServer(logger *slog.Logger, cfg Config, deps Deps) (*Server, error) {
 		idem:  &idempotency{rdb: deps.Redis, prefix: cfg.KeyPrefix, ttl: IdempotencyTTL, lockTTL: idempotencyLockTTL},
 		audit: &auditLog{rdb: deps.Redis, key: cfg.KeyPrefix + "{admin}:audit", now: cfg.Now}}
 	var err error
-	if s.admission, err = admission.New(admission.Config{Clients: admission.Operators, RateNow: cfg.RateNow}, deps.Tokens, deps.Admit); err != nil {
+	if s.admission, err = admission.New(admission.Config{Clients: admission.Operators, RateNow: cfg.RateNow,
+		PublicBaseURL: cfg.PublicBaseURL, Trust: cfg.Trust, Nonces: deps.Nonces, Now: cfg.Now}, deps.Tokens, deps.Admit); err != nil {
 		return nil, err
 	}
 	var routes []httpserver.Route
@@ -142,7 +150,7 @@ func (s *Server) endpoint(rt route) http.Handler {
 			s.answer(w, r, status, v, err)
 			return
 		}
-		op, p := s.authenticate(ctx, r)
+		op, p := s.authenticate(ctx, w, r)
 		if p != nil {
 			writeProblem(w, r, s.log, p, p)
 			if op != nil {

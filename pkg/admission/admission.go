@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
+	"github.com/partnerapi/authplatform/pkg/clientip"
 	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/dpop"
 )
 
 // Result is what an admission decided.
@@ -49,10 +51,19 @@ const (
 	// Unavailable: the key set or the registry could not be read, so
 	// nothing is decided (fail closed: 503 with Retry-After).
 	Unavailable
+	// InvalidProof: a DPoP-bound token came without a DPoP proof, or with
+	// one that is malformed, made for another request (htm, htu, ath),
+	// signed by another key than the token's cnf.jkt, or used before (RFC
+	// 9449 section 7.1, invalid_dpop_proof). Outcome.Err wraps the
+	// *dpop.Error, whose Description may be sent.
+	InvalidProof
+	// UseNonce: nonces are on and the proof carried none, or a stale one
+	// (RFC 9449 section 9, use_dpop_nonce); Outcome.Nonce is a fresh one.
+	UseNonce
 )
 
 var resultNames = [...]string{"admitted", "missing token", "malformed request", "malformed token", "invalid", "expired",
-	"revoked", "wrong audience kind", "rate limited", "unavailable"}
+	"revoked", "wrong audience kind", "rate limited", "unavailable", "invalid DPoP proof", "use DPoP nonce"}
 
 func (r Result) String() string {
 	if r < 0 || int(r) >= len(resultNames) {
@@ -64,15 +75,23 @@ func (r Result) String() string {
 // Outcome is the decision on one request.
 type Outcome struct {
 	Result Result
-	// Claims are the verified token's claims, from Revoked on (nil
-	// before): shared with the verifier's cache, read-only.
+	// Claims are the verified token's claims, from Revoked on and for
+	// InvalidProof and UseNonce (nil before): shared with the verifier's
+	// cache, read-only.
 	Claims *accesstoken.Claims
 	// Admission is what the registry said of the token's client, from
 	// Revoked on (for Unavailable: the zero value).
 	Admission clients.APIAdmission
 	// Err is the cause of a refusal, for the logs only: never sent to a
-	// client. Nil when admitted.
+	// client (but a *dpop.Error's fixed Description). Nil when admitted.
 	Err error
+	// DPoP is set when the request used the DPoP scheme or its token is
+	// DPoP-bound: a refusal then answers with a DPoP challenge
+	// (dpop.Challenge, RFC 9449 section 7.1) instead of the Bearer one.
+	DPoP bool
+	// Nonce, when not empty, is the DPoP-Nonce the answer carries (RFC 9449
+	// section 9): set on every DPoP outcome while nonces are on.
+	Nonce string
 }
 
 // Verifier checks a token's signature and claims (an
@@ -110,6 +129,31 @@ type Config struct {
 	// RateNow is the clock of the per-client limit (nil: the Redis
 	// server's, one clock for every replica).
 	RateNow func() time.Time
+
+	// DPoP (RFC 9449; dpop.go).
+
+	// PublicBaseURL is the scheme and authority (and path prefix, if any)
+	// the API is reached at from outside, e.g. "https://api.example.com":
+	// a proof's htu is checked against it plus the request's path. Empty:
+	// derived from each request by Trust.BaseURL (forwarded headers only
+	// from trusted proxies, else the connection and Host).
+	PublicBaseURL string
+	// Trust names the proxies whose X-Forwarded-Proto and -Host count when
+	// PublicBaseURL is empty.
+	Trust clientip.Trust
+	// Nonces, when not nil, requires a server nonce in every proof (RFC
+	// 9449 section 9): a *dpopnonce.Shared, the same for every replica.
+	Nonces Nonces
+	// Now is the clock proofs' iat and nonces are checked against (nil:
+	// time.Now).
+	Now func() time.Time
+}
+
+// Nonces issues and checks server nonces (*dpopnonce.Shared,
+// *dpop.NonceSource).
+type Nonces interface {
+	Nonce(now time.Time) string
+	Valid(nonce string, now time.Time) bool
 }
 
 // Admission admits requests. It is immutable and safe for concurrent use.
@@ -125,6 +169,15 @@ func New(cfg Config, tokens Verifier, registry Registry) (*Admission, error) {
 	if tokens == nil || registry == nil {
 		return nil, errors.New("admission: a verifier and a registry are required")
 	}
+	if cfg.PublicBaseURL != "" {
+		if _, ok := dpop.NormalizeURI(cfg.PublicBaseURL); !ok {
+			return nil, fmt.Errorf("admission: public base URL %q: want an absolute http or https URL", cfg.PublicBaseURL)
+		}
+		cfg.PublicBaseURL = strings.TrimSuffix(cfg.PublicBaseURL, "/")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	return &Admission{cfg: cfg, tokens: tokens, registry: registry}, nil
 }
 
@@ -132,6 +185,8 @@ func New(cfg Config, tokens Verifier, registry Registry) (*Admission, error) {
 type Credentials struct {
 	// Token is the access token of the Authorization header.
 	Token string
+	// DPoP: the scheme was "DPoP" (RFC 9449 section 7.1), not "Bearer".
+	DPoP bool
 }
 
 // Admit decides r. It never writes to r; ctx bounds the verifier's key
@@ -139,23 +194,33 @@ type Credentials struct {
 func (a *Admission) Admit(ctx context.Context, r *http.Request) Outcome {
 	cred, res, err := a.parse(r)
 	if err != nil {
-		return Outcome{Result: res, Err: err}
+		return a.finish(Outcome{Result: res, Err: err, DPoP: cred.DPoP})
 	}
 	claims, err := a.tokens.VerifyContext(ctx, cred.Token)
 	switch {
 	case errors.Is(err, accesstoken.ErrExpired):
-		return Outcome{Result: Expired, Err: err}
+		return a.finish(Outcome{Result: Expired, Err: err, DPoP: cred.DPoP})
 	case errors.Is(err, accesstoken.ErrInvalidToken):
-		return Outcome{Result: Invalid, Err: err}
+		return a.finish(Outcome{Result: Invalid, Err: err, DPoP: cred.DPoP})
 	case err != nil:
-		return Outcome{Result: Unavailable, Err: fmt.Errorf("verify token: %w", err)}
+		return Outcome{Result: Unavailable, Err: fmt.Errorf("verify token: %w", err), DPoP: cred.DPoP}
 	}
-	adm, err := a.registry.AdmitAPI(ctx, clients.TokenRefOf(claims), a.cfg.RateNow)
+	ref := clients.TokenRefOf(claims)
+	bound := claims.BoundKey() != ""
+	if cred.DPoP || bound {
+		out := a.checkProof(r, cred, claims, &ref)
+		if out.Result != Admitted {
+			return a.finish(out)
+		}
+	}
+	adm, err := a.registry.AdmitAPI(ctx, ref, a.cfg.RateNow)
 	if err != nil {
-		return Outcome{Result: Unavailable, Claims: claims, Err: err}
+		return Outcome{Result: Unavailable, Claims: claims, Err: err, DPoP: cred.DPoP}
 	}
-	out := Outcome{Claims: claims, Admission: adm}
+	out := Outcome{Claims: claims, Admission: adm, DPoP: cred.DPoP || bound}
 	switch {
+	case adm.Outcome == clients.Replayed:
+		out.Result, out.Err = InvalidProof, fmt.Errorf("client %s: %w", claims.ClientID, dpop.ErrReplayed)
 	case adm.Outcome == clients.Dead:
 		out.Result, out.Err = Revoked, fmt.Errorf("client %s revoked or credentials rotated", claims.ClientID)
 	case (adm.Description.Audience == clients.AudienceOperator) != (a.cfg.Clients == Operators):
@@ -167,15 +232,16 @@ func (a *Admission) Admit(ctx context.Context, r *http.Request) Outcome {
 	default:
 		out.Result, out.Err = Unavailable, fmt.Errorf("admit %s: unknown outcome %d", claims.ClientID, adm.Outcome)
 	}
-	return out
+	return a.finish(out)
 }
 
-// parse reads the request's credentials (RFC 6750 section 2.1):
+// parse reads the request's credentials (RFC 6750 section 2.1, RFC 9449
+// section 7.1):
 //
-//	credentials = "Bearer" 1*SP b64token
+//	credentials = ( "Bearer" / "DPoP" ) 1*SP b64token
 //	b64token    = 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="
 //
-// No header, or another scheme, is MissingToken; a Bearer header whose token
+// No header, or another scheme, is MissingToken; a Bearer or DPoP header whose token
 // is missing, longer than accesstoken.MaxTokenLength or not one b64token is
 // MalformedToken; two Authorization headers, or (Config.RefuseQueryToken)
 // an access_token query parameter, are MalformedRequest.
@@ -185,14 +251,22 @@ func (a *Admission) parse(r *http.Request) (Credentials, Result, error) {
 			return Credentials{}, MalformedRequest, errors.New("access_token in the query")
 		}
 	}
-	token, err := accesstoken.BearerToken(r.Header["Authorization"])
+	auth := r.Header["Authorization"]
+	cred := Credentials{DPoP: len(auth) == 1 && isDPoPScheme(auth[0])}
+	if cred.DPoP {
+		// RFC 9449 section 7.1: the same b64token after "DPoP" (the scheme
+		// case-insensitive, RFC 9110 section 11.1).
+		auth = []string{"Bearer" + auth[0][len("DPoP"):]}
+	}
+	token, err := accesstoken.BearerToken(auth)
 	switch {
 	case errors.Is(err, accesstoken.ErrNoBearer):
-		return Credentials{}, MissingToken, err
+		return cred, MissingToken, err
 	case errors.Is(err, accesstoken.ErrMalformedRequest):
-		return Credentials{}, MalformedRequest, err
+		return cred, MalformedRequest, err
 	case err != nil:
-		return Credentials{}, MalformedToken, err
+		return cred, MalformedToken, err
 	}
-	return Credentials{Token: token}, Admitted, nil
+	cred.Token = token
+	return cred, Admitted, nil
 }

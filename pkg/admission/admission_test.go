@@ -41,6 +41,8 @@ func (k *keys) Withdrawn(kid string) bool { return k.withdrawn[kid] }
 // partner client and of an operator client.
 type fixture struct {
 	store             *clients.Store
+	rdb               redis.UniversalClient
+	prefix            string
 	keys              *keys
 	ks                *accesstoken.KeySet
 	clock             *testclock.Clock
@@ -50,7 +52,8 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	rdb := redistest.Client(t)
-	f := &fixture{store: clients.NewStore(rdb, redistest.Prefix(t, rdb), nil), clock: testclock.New(epoch)}
+	prefix := redistest.Prefix(t, rdb)
+	f := &fixture{store: clients.NewStore(rdb, prefix, nil), rdb: rdb, prefix: prefix, clock: testclock.New(epoch)}
 	key, err := accesstoken.GenerateKey(accesstoken.AlgEdDSA)
 	if err != nil {
 		t.Fatal(err)
@@ -245,7 +248,7 @@ func TestNew(t *testing.T) {
 
 // TestResultString names every Result.
 func TestResultString(t *testing.T) {
-	for r := admission.Admitted; r <= admission.Unavailable; r++ {
+	for r := admission.Admitted; r <= admission.UseNonce; r++ {
 		if s := r.String(); s == "" || s[0] == 'R' {
 			t.Errorf("%d: %q", int(r), s)
 		}

@@ -27,18 +27,49 @@
 // the registry cannot be read) 503 with Retry-After: 5, and serve nothing
 // whose client state was not read.
 //
-// # Where DPoP goes
+// # DPoP (RFC 9449)
 //
-// A proof-of-possession check (DPoP, RFC 9449, package dpop) is one more
-// step of Admit, so both APIs get it at once, each only rendering the new
-// Results: parse also accepts "Authorization: DPoP <token>" (section 7.1)
-// into Credentials (the scheme beside the token); after verify, a DPoP
-// token's proof is checked with dpop.Verify on an Input built from the
-// request Admit already has (its DPoP header values, method, the public
-// base URL plus its path, the token for "ath") and bound to the claims'
-// cnf.jkt (dpop.CheckBinding); the proof's replay mark (dpop.ReplayKey)
-// rides in the registry's one round trip (clients.TokenRef). Its refusals
-// become Results of their own (invalid_dpop_proof, use_dpop_nonce), which
-// each API renders with a DPoP challenge (dpop.Challenge). Config then
-// gains the public base URL and the nonce source.
+// Both APIs accept a DPoP-bound token (one whose claims carry cnf.jkt,
+// section 6.1) with "Authorization: DPoP <token>" and a DPoP header
+// holding a proof (section 7.1). parse reads the scheme, Bearer or DPoP
+// matched case-insensitively (RFC 9110 section 11.1), into Credentials;
+// verify runs as for a bearer token; then, when the scheme is DPoP or the
+// token is bound:
+//
+//   - a bound token sent as Bearer is Invalid (invalid_token): without its
+//     proof it is worth nothing (section 7.2);
+//   - an unbound token sent as DPoP is Invalid too: the resource server
+//     must check a DPoP token's binding (section 7.2), and a token without
+//     cnf has none to check, so it is not admitted as a bearer token
+//     under another name;
+//   - the proof is checked with dpop.Verify: one DPoP header, the
+//     request's method, its public URI, ath the hash of the token, iat
+//     within the window, the nonce when nonces are on; then
+//     dpop.CheckBinding with the token's cnf.jkt. A refusal is
+//     InvalidProof (invalid_dpop_proof), or UseNonce (use_dpop_nonce);
+//   - the proof's single use (section 11.1) rides in the registry's one
+//     round trip: clients.TokenRef carries dpop.ReplayKey and
+//     dpop.ReplayTTL, and admit.lua sets `{CLIENT_ID}:dpop:MARK` with SET
+//     NX PX; a mark that existed is a replay, InvalidProof. A bearer
+//     request passes no mark and pays nothing.
+//
+// The public URI a proof's htu must name is Config.PublicBaseURL plus the
+// request's path: the resource server's BASE_URL, the admin API's
+// --admin-base-url. When none is configured it is derived from the
+// request by clientip.Trust.BaseURL: X-Forwarded-Proto and
+// X-Forwarded-Host only from a trusted proxy (TRUSTED_PROXIES), else the
+// connection's scheme and the Host header; a client elsewhere cannot pick
+// the URL its proof is checked against.
+//
+// Server nonces (section 9) are off by default; DPOP_NONCES=true
+// (--dpop-nonces, pkg/serveconfig) turns them on for both APIs and the
+// token endpoint alike, with one secret in Redis shared by every replica
+// (pkg/dpopnonce). While on, every DPoP outcome carries a fresh nonce in
+// Outcome.Nonce, which the APIs send as DPoP-Nonce.
+//
+// Outcome.DPoP says which challenge a refusal carries: set when the
+// scheme was DPoP or the token is bound, the APIs answer 401 with
+// WWW-Authenticate: dpop.Challenge(code, description) (with algs);
+// otherwise the Bearer challenge exactly as before. Every bearer answer is
+// unchanged.
 package admission

@@ -10,12 +10,13 @@ import (
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
 )
 
-// bearerModel is RFC 6750 section 2.1 written as a regular expression,
-// independently of parse: "Bearer" (any case), one or more spaces, one
-// b64token, nothing else.
+// bearerModel is RFC 6750 section 2.1 (and RFC 9449 section 7.1) written
+// as a regular expression, independently of parse: "Bearer" or "DPoP" (any
+// case), one or more spaces, one b64token, nothing else.
 var (
-	bearerModel  = regexp.MustCompile(`^(?i:bearer) +([A-Za-z0-9\-._~+/]+=*)$`)
-	bearerScheme = regexp.MustCompile(`^(?i:bearer)(?: |$)`)
+	bearerModel  = regexp.MustCompile(`^(?i:bearer|dpop) +([A-Za-z0-9\-._~+/]+=*)$`)
+	bearerScheme = regexp.MustCompile(`^(?i:bearer|dpop)(?: |$)`)
+	dpopScheme   = regexp.MustCompile(`^(?i:dpop)(?: |$)`)
 )
 
 // FuzzParse checks parse against bearerModel with one or two Authorization
@@ -42,6 +43,12 @@ func FuzzParse(f *testing.F) {
 		{"Basic dXNlcjpwYXNz", "", ""},
 		{"Token abc", "", ""},
 		{"", "", ""},
+		{"DPoP svc_at_abc", "", ""},
+		{"dpop  svc_at_abc", "", ""},
+		{"DPoP", "", ""},
+		{"DPoP ", "", ""},
+		{"DPoPx abc", "", ""},
+		{"DPoP a", "Bearer a", ""},
 	} {
 		f.Add(s.auth, s.second, s.query)
 	}
@@ -78,6 +85,9 @@ func FuzzParse(f *testing.F) {
 		}
 		if got != want || cred.Token != wantToken || (err == nil) != (want == Admitted) {
 			t.Fatalf("headers %q, query %q: parse = %q, %v, %v; want %q, %v", headers, query, cred.Token, got, err, wantToken, want)
+		}
+		if wantDPoP := len(headers) == 1 && dpopScheme.MatchString(headers[0]); cred.DPoP != wantDPoP && !queryToken {
+			t.Fatalf("headers %q: DPoP %v, want %v", headers, cred.DPoP, wantDPoP)
 		}
 	})
 }

@@ -93,3 +93,26 @@ func peer(r *http.Request) (netip.Addr, bool) {
 	}
 	return a.Unmap(), true
 }
+
+// BaseURL returns the scheme and host the request was sent to
+// ("https://api.example.com"): those a trusted proxy forwarded
+// (X-Forwarded-Proto when "http" or "https", X-Forwarded-Host), else the
+// connection's (https when it is TLS) and the Host header's. Forwarded
+// values from any other peer are ignored, so a caller cannot choose the
+// URL a DPoP proof's htu is checked against (RFC 9449 section 4.3) nor
+// the links of a document. The host is not validated: callers check it.
+func (t Trust) BaseURL(r *http.Request) string {
+	scheme, host := "http", r.Host
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	if t.FromProxy(r) {
+		if p := r.Header.Get("X-Forwarded-Proto"); p == "http" || p == "https" {
+			scheme = p
+		}
+		if h := r.Header.Get("X-Forwarded-Host"); h != "" {
+			host = h
+		}
+	}
+	return scheme + "://" + host
+}

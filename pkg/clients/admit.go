@@ -2,6 +2,7 @@ package clients
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
@@ -21,6 +22,10 @@ const (
 	Admitted
 	// Limited: in good standing but over the limit.
 	Limited
+	// Replayed: in good standing, but the request's DPoP proof was used
+	// before (RFC 9449 section 11.1): its replay mark already existed. The
+	// request is not counted against the limit.
+	Replayed
 )
 
 // TokenRef names an access token and what its standing depends on: the
@@ -36,6 +41,12 @@ type TokenRef struct {
 	// looked up only for tokens expiring no later than the client's latest
 	// revoked one.
 	ExpiresAt int64
+	// DPoPReplay, when not empty, is the dpop.ReplayKey of the request's
+	// DPoP proof: the script marks it used under the client's hash tag for
+	// DPoPReplayTTL (SET NX PX), and a mark that already existed is
+	// Replayed. Empty (every bearer request): no mark, nothing more done.
+	DPoPReplay    string
+	DPoPReplayTTL time.Duration
 }
 
 // TokenRefOf names a verified access token by its claims.
@@ -85,8 +96,17 @@ func (s *Store) AdmitAPI(ctx context.Context, t TokenRef, now func() time.Time) 
 	if !ValidClientID(t.ClientID) {
 		return APIAdmission{Outcome: Dead}, nil
 	}
-	r, err := s.runHot(ctx, admitAPIScript, []string{s.clientKey(t.ClientID), s.apiLogKey(t.ClientID), s.revokedTokenKey(t.ClientID, t.ID)},
-		t.Generation, ratelimit.NowArg(now), Window.Milliseconds(), t.SecretID, t.ExpiresAt).Result()
+	keys := []string{s.clientKey(t.ClientID), s.apiLogKey(t.ClientID), s.revokedTokenKey(t.ClientID, t.ID)}
+	args := []any{t.Generation, ratelimit.NowArg(now), Window.Milliseconds(), t.SecretID, t.ExpiresAt}
+	if t.DPoPReplay != "" {
+		ttl := t.DPoPReplayTTL.Milliseconds()
+		if ttl <= 0 {
+			return APIAdmission{}, unavailable("admit API request", errors.New("a DPoP replay mark needs a lifetime"))
+		}
+		keys = append(keys, s.dpopKey(t.ClientID, t.DPoPReplay))
+		args = append(args, ttl)
+	}
+	r, err := s.runHot(ctx, admitAPIScript, keys, args...).Result()
 	if err != nil {
 		return APIAdmission{}, unavailable("admit API request", err)
 	}
@@ -94,8 +114,9 @@ func (s *Store) AdmitAPI(ctx context.Context, t TokenRef, now func() time.Time) 
 	if err := decodeReply(r, &rep); err != nil {
 		return APIAdmission{}, unavailable("admit API request", err)
 	}
-	if Outcome(rep.Code) == Dead {
-		return APIAdmission{Outcome: Dead}, nil
+	switch Outcome(rep.Code) {
+	case Dead, Replayed:
+		return APIAdmission{Outcome: Outcome(rep.Code)}, nil
 	}
 	return APIAdmission{
 		Outcome:  Outcome(rep.Code),

@@ -338,3 +338,45 @@ func testHashTags(t *testing.T, e *env) {
 func tokenRef(id string, gen int64) clients.TokenRef {
 	return clients.TokenRef{ClientID: id, Generation: gen, SecretID: gen, ID: "jti-of-a-test-token"}
 }
+
+// testAdmitAPIDPoPReplay: a DPoP proof's replay mark rides in the one
+// round trip (RFC 9449 section 11.1): the first request with a mark is
+// admitted and writes it under the client's hash tag for its lifetime; the
+// same mark again is Replayed and not counted; a request without a mark
+// (a bearer token) writes none; a dead client's request writes none.
+func testAdmitAPIDPoPReplay(t *testing.T, e *env) {
+	c, _ := e.hospital(t)
+	ref := tokenRef(c.ID, 1)
+	if a, err := e.store.AdmitAPI(ctx(t), ref, e.clock.Now); err != nil || a.Outcome != clients.Admitted {
+		t.Fatalf("bearer AdmitAPI = %+v, %v; want admitted", a, err)
+	}
+	for _, k := range e.keysWith(t, c.ID) {
+		if strings.Contains(k, ":dpop:") {
+			t.Fatalf("a bearer request wrote %s", k)
+		}
+	}
+	ref.DPoPReplay, ref.DPoPReplayTTL = "0123456789abcdef0123456789abcdef", 66*time.Second
+	a, err := e.store.AdmitAPI(ctx(t), ref, e.clock.Now)
+	if err != nil || a.Outcome != clients.Admitted || a.Decision.Count != 2 {
+		t.Fatalf("first proof: AdmitAPI = %+v, %v; want admitted, count 2", a, err)
+	}
+	mark := e.prefix + "{" + c.ID + "}:dpop:0123456789abcdef0123456789abcdef"
+	if ttl, err := e.rdb.PTTL(ctx(t), mark).Result(); err != nil || ttl <= 60*time.Second || ttl > 66*time.Second {
+		t.Fatalf("replay mark %s PTTL = %v, %v; want within (60s, 66s]", mark, ttl, err)
+	}
+	if a, err := e.store.AdmitAPI(ctx(t), ref, e.clock.Now); err != nil || a != (clients.APIAdmission{Outcome: clients.Replayed}) {
+		t.Fatalf("replayed proof: AdmitAPI = %+v, %v; want Replayed alone", a, err)
+	}
+	ref.DPoPReplay = ""
+	if a, err := e.store.AdmitAPI(ctx(t), ref, e.clock.Now); err != nil || a.Outcome != clients.Admitted || a.Decision.Count != 3 {
+		t.Fatalf("after the replay: AdmitAPI = %+v, %v; want admitted, count 3 (the replay not counted)", a, err)
+	}
+	dead := tokenRef(c.ID, 2)
+	dead.DPoPReplay, dead.DPoPReplayTTL = "fedcba9876543210fedcba9876543210", time.Minute
+	if a, err := e.store.AdmitAPI(ctx(t), dead, e.clock.Now); err != nil || a.Outcome != clients.Dead {
+		t.Fatalf("dead generation: AdmitAPI = %+v, %v; want Dead", a, err)
+	}
+	if n, err := e.rdb.Exists(ctx(t), e.prefix+"{"+c.ID+"}:dpop:fedcba9876543210fedcba9876543210").Result(); err != nil || n != 0 {
+		t.Fatalf("a dead client's proof was marked (%d, %v)", n, err)
+	}
+}

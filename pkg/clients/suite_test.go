@@ -111,6 +111,7 @@ func runStoreSuite(t *testing.T, newStore func(t *testing.T, now func() time.Tim
 		{"AdmitAPI", testAdmitAPI},
 		{"AdmitAPILimitChanges", testAdmitAPILimitChanges},
 		{"AdmitAPIAnyWindow", testAdmitAPIAnyWindow},
+		{"AdmitAPIDPoPReplay", testAdmitAPIDPoPReplay},
 		{"AdmitRedisClock", testAdmitRedisClock},
 		{"RateLogTTL", testRateLogTTL},
 		{"UnknownIDsWriteNothing", testUnknownIDsWriteNothing},

@@ -55,7 +55,7 @@
 // Sections 8 and 9: a server may require a nonce it chose in every proof,
 // so that a proof made in advance is stale. NonceSource issues stateless
 // nonces: the number of the current period and an HMAC-SHA256 of it under
-// a secret that every replica shares (from the configuration or Redis), so
+// a secret that every replica shares (through Redis: package dpopnonce), so
 // no nonce is stored and none needs a round trip. It accepts the current
 // and the previous period's nonce. Setting Input.Nonces turns the check
 // on: a proof without a valid nonce is refused with use_dpop_nonce, and

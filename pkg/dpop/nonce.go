@@ -33,7 +33,7 @@ const (
 // section 8.1 requires). Every replica that holds the same secret issues
 // the same nonce in a period and accepts the others': nothing is stored
 // per nonce, and no round trip is needed to check one. The secret is
-// shared through the configuration or Redis (integration), never sent.
+// shared through Redis (package dpopnonce), never sent.
 //
 // Valid accepts the current period's nonce and the previous one's, so a
 // nonce handed out just before a rotation still works; and the next

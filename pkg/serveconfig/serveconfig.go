@@ -52,6 +52,11 @@ type Config struct {
 	// per-request scripts through go-redis's automatic pipelining
 	// (clients.Store.UseAutoPipeline).
 	AutoPipeline bool
+	// DPoPNonces: --dpop-nonces, DPOP_NONCES: require a server nonce in
+	// every DPoP proof (RFC 9449 sections 8 and 9), at the token endpoint
+	// and at both APIs alike, from the secret every replica shares in
+	// Redis (pkg/dpopnonce). Off by default.
+	DPoPNonces bool
 }
 
 // Declare binds the shared flags to c on f, with d's defaults. Finish
@@ -69,6 +74,8 @@ func (c *Config) Declare(f *cli.EnvFlags, d Defaults) {
 	f.Int(&c.MaxConns, "max-conns", "MAX_CONNS", 0, "connections served at once; 0: from the open file limit")
 	f.Bool(&c.AutoPipeline, "redis-autopipeline", "REDIS_AUTOPIPELINE", DefaultAutoPipeline,
 		"send the per-request Redis scripts through go-redis's automatic pipelining")
+	f.Bool(&c.DPoPNonces, "dpop-nonces", "DPOP_NONCES", false,
+		"require a server nonce (DPoP-Nonce) in every DPoP proof, shared by every replica through Redis")
 }
 
 // Finish completes c after the flags are parsed: the Redis URL and key

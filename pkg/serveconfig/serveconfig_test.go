@@ -40,10 +40,10 @@ func TestDeclare(t *testing.T) {
 		t.Errorf("defaults: %+v %v\nwant %+v", c, err, want)
 	}
 	env := map[string]string{"ADDR": ":1", "METRICS_ADDR": "off", "ISSUER": "https://i", "AUDIENCE": "a", "REDIS_URL": "redis://r:1/0",
-		"REDIS_KEY_PREFIX": "p:", "TRUSTED_PROXIES": "10.0.0.0/8", "LOG_LEVEL": "warn", "MAX_CONNS": "9", "REDIS_AUTOPIPELINE": "1"}
+		"REDIS_KEY_PREFIX": "p:", "TRUSTED_PROXIES": "10.0.0.0/8", "LOG_LEVEL": "warn", "MAX_CONNS": "9", "REDIS_AUTOPIPELINE": "1", "DPOP_NONCES": "true"}
 	c, err = parse(t, env, "--addr", ":2", "--redis-url", "redis://flag:1/0")
 	want = serveconfig.Config{Addr: ":2", MetricsAddr: "off", Issuer: "https://i", Audience: "a", RedisURL: "redis://flag:1/0", KeyPrefix: "p:",
-		TrustedProxies: "10.0.0.0/8", LogLevel: "warn", MaxConns: 9, AutoPipeline: true}
+		TrustedProxies: "10.0.0.0/8", LogLevel: "warn", MaxConns: 9, AutoPipeline: true, DPoPNonces: true}
 	if err != nil || c != want {
 		t.Errorf("environment and flags: %+v %v\nwant %+v", c, err, want)
 	}
@@ -62,6 +62,12 @@ func TestDeclare(t *testing.T) {
 	}
 	if c, err := parse(t, nil, "--redis-autopipeline=false"); err != nil || c.AutoPipeline {
 		t.Errorf("--redis-autopipeline=false: %v %v", c.AutoPipeline, err)
+	}
+	if c, err := parse(t, map[string]string{"DPOP_NONCES": "true"}, "--dpop-nonces=false"); err != nil || c.DPoPNonces {
+		t.Errorf("--dpop-nonces=false over DPOP_NONCES=true: %v %v", c.DPoPNonces, err)
+	}
+	if _, err := parse(t, map[string]string{"DPOP_NONCES": "on"}); err == nil || !strings.Contains(err.Error(), `DPOP_NONCES="on"`) {
+		t.Errorf("DPOP_NONCES=on: %v", err)
 	}
 	var u cli.UsageError
 	if _, err := parse(t, map[string]string{"REDIS_AUTOPIPELINE": "yes", "MAX_CONNS": "many"}); !errors.As(err, &u) ||

@@ -99,19 +99,8 @@ func (s *server) docsPage(c *gin.Context) {
 // (X-Forwarded-Proto, X-Forwarded-Host), else the connection's and the Host
 // header's. An address that is not a plain http(s) URL is not used ("").
 func (s *server) publicBase(r *http.Request) string {
-	scheme, host := "http", r.Host
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	if s.cfg.Trust.FromProxy(r) {
-		if p := r.Header.Get("X-Forwarded-Proto"); p == "http" || p == "https" {
-			scheme = p
-		}
-		if h := r.Header.Get("X-Forwarded-Host"); h != "" {
-			host = h
-		}
-	}
-	base := scheme + "://" + host
+	base := s.cfg.Trust.BaseURL(r)
+	host := base[strings.Index(base, "://")+3:]
 	if host == "" || strings.ContainsAny(host, "/?#@") || !apidocs.ValidBaseURL(base) {
 		return ""
 	}

@@ -28,6 +28,9 @@ type problem struct {
 	// retryAfter is the Retry-After value in seconds (RFC 9110 section
 	// 10.2.3), if any.
 	retryAfter string
+	// invalidToken: counted as a refused token (metrics.go), as
+	// errInvalidToken and its DPoP forms are.
+	invalidToken bool
 }
 
 func (p *problem) Error() string { return p.detail }
@@ -52,6 +55,8 @@ var (
 		status:    http.StatusUnauthorized,
 		detail:    "invalid, expired or revoked access token",
 		challenge: realm + `, error="invalid_token"`,
+
+		invalidToken: true,
 	}
 	// RFC 6750 section 3.1, invalid_request: the token is sent twice or in a
 	// way this server does not accept (the URI query, RFC 6750 section 2.3).

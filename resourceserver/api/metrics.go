@@ -47,11 +47,11 @@ func (s *server) countRefusal(p *problem, err error) {
 		reason = metrics.ReasonRateLimited
 	case p.status == http.StatusForbidden:
 		reason = metrics.ReasonInsufficientScope
-	case p == errInvalidToken && errors.Is(err, errRevoked):
+	case p.invalidToken && errors.Is(err, errRevoked):
 		reason = metrics.ReasonRevoked
-	case p == errInvalidToken && errors.Is(err, accesstoken.ErrExpired):
+	case p.invalidToken && errors.Is(err, accesstoken.ErrExpired):
 		reason = metrics.ReasonExpiredToken
-	case p == errInvalidToken:
+	case p.invalidToken:
 		reason = metrics.ReasonInvalidToken
 	default:
 		return

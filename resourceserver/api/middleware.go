@@ -1,8 +1,10 @@
 package api
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strconv"
 
 	"github.com/gin-gonic/gin"
@@ -10,6 +12,7 @@ import (
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
 	"github.com/partnerapi/authplatform/pkg/admission"
 	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/dpop"
 	"github.com/partnerapi/authplatform/pkg/httpserver"
 	"github.com/partnerapi/authplatform/pkg/ratelimit"
 )
@@ -48,6 +51,9 @@ func callerOf(c *gin.Context) (*caller, bool) {
 func (s *server) authenticate(c *gin.Context) {
 	c.Header("Cache-Control", "no-store")
 	out := s.admission.Admit(c.Request.Context(), c.Request)
+	if out.Nonce != "" {
+		c.Header("DPoP-Nonce", out.Nonce) // RFC 9449 section 9
+	}
 	switch out.Result {
 	case admission.Admitted:
 		setRateLimitHeaders(c, out.Admission.Description.RateLimitPerMinute, out.Admission.Decision)
@@ -67,6 +73,13 @@ func (s *server) authenticate(c *gin.Context) {
 // gets the one invalid_token answer (RFC 6750 section 3.1); an operator
 // client's token is "not for this API" alike (README: Admin API).
 func refusal(out admission.Outcome) error {
+	if out.DPoP {
+		if p := dpopRefusal(out); p != nil && out.Result == admission.Revoked {
+			return fmt.Errorf("%w: %w: %w", p, errRevoked, out.Err)
+		} else if p != nil {
+			return fmt.Errorf("%w: %w", p, out.Err)
+		}
+	}
 	switch out.Result {
 	case admission.MissingToken:
 		return fmt.Errorf("%w: %w", errNoToken, out.Err)
@@ -92,4 +105,29 @@ func setRateLimitHeaders(c *gin.Context, limit int64, d ratelimit.Decision) {
 	h.Set("RateLimit-Limit", strconv.FormatInt(limit, 10))
 	h.Set("RateLimit-Remaining", strconv.FormatInt(d.Remaining(limit), 10))
 	h.Set("RateLimit-Reset", strconv.FormatInt(d.Reset(clients.Window), 10))
+}
+
+// dpopRefusal is the answer to a refused request that used the DPoP scheme
+// or a DPoP-bound token (RFC 9449 section 7.1): 401 with a DPoP challenge
+// (its algs) instead of the Bearer one, the detail of errInvalidToken for
+// a bad token, the proof's fixed refusal text for a bad proof (authenticate
+// adds the DPoP-Nonce of use_dpop_nonce, section 9). Nil for the refusals whose
+// answer does not depend on the scheme (429, 503).
+func dpopRefusal(out admission.Outcome) *problem {
+	p := problem{status: http.StatusUnauthorized, invalidToken: true}
+	switch out.Result {
+	case admission.MalformedToken, admission.Invalid, admission.Expired, admission.WrongAudience, admission.Revoked:
+		p.detail, p.challenge = errInvalidToken.detail, dpop.Challenge("invalid_token", "")
+	case admission.InvalidProof, admission.UseNonce:
+		code, desc := dpop.CodeInvalidProof, "invalid DPoP proof"
+		var e *dpop.Error
+		if errors.As(out.Err, &e) {
+			code, desc = e.Code(), e.Description
+		}
+		p.detail, p.challenge = desc, dpop.Challenge(code, desc)
+		p.invalidToken = code == dpop.CodeInvalidProof
+	default:
+		return nil
+	}
+	return &p
 }

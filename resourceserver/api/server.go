@@ -38,6 +38,10 @@ type Config struct {
 	// TokenCacheSize bounds the cache of verified token signatures
 	// (0: accesstoken.DefaultCacheSize).
 	TokenCacheSize int
+	// PublicBaseURL is the API's public base URL (BASE_URL), which a DPoP
+	// proof's htu names (RFC 9449 section 4.3); empty: derived from each
+	// request through Trust (package admission).
+	PublicBaseURL string
 }
 
 // Validate reports every problem at once.
@@ -72,6 +76,9 @@ type Deps struct {
 	// redisconn.Ready, so the node, the Sentinel-managed primary or every
 	// primary of a Cluster must answer.
 	Ready func(ctx context.Context) error
+	// Nonces, when not nil, requires a server nonce in every DPoP proof
+	// (DPOP_NONCES; a *dpopnonce.Shared).
+	Nonces admission.Nonces
 	// Metrics counts refusals and token cache lookups (optional).
 	Metrics Metrics
 }
@@ -146,8 +153,8 @@ func newServer(logger *slog.Logger, cfg Config, deps Deps) (*server, error) {
 		docs:    newDocSet(deps.Docs),
 	}
 	var err error
-	s.admission, err = admission.New(admission.Config{Clients: admission.Partners, RefuseQueryToken: true, RateNow: cfg.RateNow},
-		s.tokens, deps.Registry)
+	s.admission, err = admission.New(admission.Config{Clients: admission.Partners, RefuseQueryToken: true, RateNow: cfg.RateNow,
+		PublicBaseURL: cfg.PublicBaseURL, Trust: cfg.Trust, Nonces: deps.Nonces, Now: cfg.Now}, s.tokens, deps.Registry)
 	if err != nil {
 		return nil, err
 	}

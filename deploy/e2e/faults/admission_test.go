@@ -19,6 +19,7 @@ import (
 	"github.com/partnerapi/authplatform/authserver/adminapi"
 	"github.com/partnerapi/authplatform/authserver/operations"
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
+	"github.com/partnerapi/authplatform/pkg/admission"
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/keywithdrawal"
 	"github.com/partnerapi/authplatform/pkg/redistest"
@@ -53,10 +54,17 @@ type surfaces struct {
 // newSurfaces wires both APIs over keys, admitting with registry.
 func newSurfaces(t *testing.T, rdb redis.UniversalClient, prefix string, registry *clients.Store, keys *failingKeys, now func() time.Time) surfaces {
 	t.Helper()
+	return newSurfacesWith(t, rdb, prefix, registry, keys, now, nil)
+}
+
+// newSurfacesWith wires both APIs as newSurfaces does, requiring DPoP
+// server nonces from nonces when not nil.
+func newSurfacesWith(t *testing.T, rdb redis.UniversalClient, prefix string, registry *clients.Store, keys *failingKeys, now func() time.Time, nonces admission.Nonces) surfaces {
+	t.Helper()
 	rateNow := func() time.Time { return now().Truncate(time.Minute) }
 	verifier := accesstoken.NewCachingVerifier(accesstoken.NewVerifier(keys, issuer, audience, now), 0, nil)
 	admin, err := adminapi.NewServer(slog.New(slog.DiscardHandler), adminapi.Config{KeyPrefix: prefix, RateNow: rateNow},
-		adminapi.Deps{Ops: &operations.Service{Registry: registry, Withdrawals: keywithdrawal.NewStore(rdb, prefix)}, Tokens: verifier, Admit: registry, Keys: keys.Authority, Redis: rdb})
+		adminapi.Deps{Ops: &operations.Service{Registry: registry, Withdrawals: keywithdrawal.NewStore(rdb, prefix)}, Tokens: verifier, Admit: registry, Keys: keys.Authority, Redis: rdb, Nonces: nonces})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +73,7 @@ func newSurfaces(t *testing.T, rdb redis.UniversalClient, prefix string, registr
 		t.Fatal(err)
 	}
 	res, err := api.NewServer(slog.New(slog.DiscardHandler), api.Config{Issuer: issuer, Audience: audience, Now: now, RateNow: rateNow},
-		api.Deps{Registry: registry, Keys: keys, Docs: docs, Ready: func(context.Context) error { return nil }})
+		api.Deps{Registry: registry, Keys: keys, Docs: docs, Ready: func(context.Context) error { return nil }, Nonces: nonces})
 	if err != nil {
 		t.Fatal(err)
 	}
