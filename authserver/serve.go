@@ -142,20 +142,9 @@ func serve(ctx context.Context, cfg serveConfig, env cli.Env) error {
 	}
 	defer watchWithdrawals(ctx, rdb, cfg.KeyPrefix, cfg.KeysFile, keys, authority, logger).Close()
 	verifier := accesstoken.NewCachingVerifier(accesstoken.NewVerifier(authority, cfg.Issuer, cfg.Audience, nil), 0, m.TokenCache)
-	h, err := tokenserver.NewServer(logger, tokenserver.Config{Issuer: cfg.Issuer, Audience: cfg.Audience, Trust: trust,
-		AcceptLegacySecrets: cfg.AcceptLegacySecrets, JWKS: cfg.JWKS, MaxAssertionLifetime: cfg.MaxAssertionLifetime},
-		tokenserver.Deps{
-			Registry: registry,
-			Keys:     authority,
-			Tokens:   verifier,
-			Ready:    func(ctx context.Context) error { return redisconn.Ready(ctx, rdb, time.Second) },
-			Metrics:  m,
-		})
-	if err != nil {
-		return err
-	}
 	// DPoP server nonces (DPOP_NONCES): one secret in Redis, shared by
-	// every replica (pkg/dpopnonce).
+	// every replica (pkg/dpopnonce), required by the
+	// token endpoint and both APIs alike.
 	var nonces admission.Nonces
 	if cfg.DPoPNonces {
 		shared, err := dpopnonce.SharedNonces(ctx, rdb, cfg.KeyPrefix)
@@ -164,6 +153,19 @@ func serve(ctx context.Context, cfg serveConfig, env cli.Env) error {
 		}
 		go shared.Watch(ctx, logger)
 		nonces = shared
+	}
+	h, err := tokenserver.NewServer(logger, tokenserver.Config{Issuer: cfg.Issuer, Audience: cfg.Audience, Trust: trust,
+		AcceptLegacySecrets: cfg.AcceptLegacySecrets, JWKS: cfg.JWKS, MaxAssertionLifetime: cfg.MaxAssertionLifetime},
+		tokenserver.Deps{
+			Registry: registry,
+			Keys:     authority,
+			Tokens:   verifier,
+			Ready:    func(ctx context.Context) error { return redisconn.Ready(ctx, rdb, time.Second) },
+			Metrics:  m,
+			Nonces:   nonces,
+		})
+	if err != nil {
+		return err
 	}
 	admin, err := newAdmin(logger, cfg, rdb, authority, verifier, trust, nonces)
 	if err != nil {

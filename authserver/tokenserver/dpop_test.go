@@ -18,6 +18,7 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jws/jwsbb"
 
 	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/dpop"
 )
 
 // proofKey is a DPoP key pair: ES256, its public JWK as JSON and its
@@ -305,4 +306,59 @@ func TestDPoPTokenDies(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantJSON(t, introspect(t, e.url, id, newSecret, kept), bodyInactive)
+}
+
+// TestDPoPNonces (RFC 9449 section 8): with server nonces on, a proof
+// without one is refused 400 use_dpop_nonce with the nonce in DPoP-Nonce,
+// after the credential (a wrong secret is invalid_client, and gets no
+// nonce-based verdict); the retry carrying the nonce gets a bound token,
+// and the answer carries the nonce too. A nonce of another source (another
+// deployment's secret) is refused the same way.
+func TestDPoPNonces(t *testing.T) {
+	t.Parallel()
+	secret := bytes.Repeat([]byte{7}, 32)
+	src, err := dpop.NewNonceSource(secret, dpop.DefaultNoncePeriod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, withNonces(src), withFailures(1000), withCeiling(1000))
+	id, clientSecret := e.client(clients.AudiencePharma, clients.ScopeEventsSubscribe)
+	k := newProofKey(t)
+	nonce := src.Nonce(epoch)
+	withNonce := func(n string) string {
+		var jti [12]byte
+		_, _ = rand.Read(jti[:])
+		c := proofClaims(base64.RawURLEncoding.EncodeToString(jti[:]), epoch)
+		if n != "" {
+			c["nonce"] = n
+		}
+		return k.sign(t, "", c)
+	}
+	useNonce := func(desc string) string {
+		b, _ := json.Marshal(map[string]string{"error": "use_dpop_nonce", "error_description": desc})
+		return string(b)
+	}
+
+	// A wrong secret: invalid_client, whatever the proof says.
+	r := post(t, e.url+PathToken, formType, form("grant_type", "client_credentials"), basic(id, "svc_cs_wrong"), header("DPoP", withNonce("")))
+	wantStatus(t, r, http.StatusUnauthorized)
+	// No nonce, then another deployment's nonce: use_dpop_nonce with ours.
+	other, _ := dpop.NewNonceSource(bytes.Repeat([]byte{8}, 32), dpop.DefaultNoncePeriod)
+	for n, desc := range map[string]string{"": "a DPoP nonce is required", other.Nonce(epoch): "the DPoP proof's nonce is not fresh"} {
+		r = post(t, e.url+PathToken, formType, form("grant_type", "client_credentials"), basic(id, clientSecret), header("DPoP", withNonce(n)))
+		wantStatus(t, r, http.StatusBadRequest)
+		wantHeaders(t, r, oauthHeaders(map[string]string{"DPoP-Nonce": nonce, "WWW-Authenticate": ""}))
+		wantJSON(t, r, useNonce(desc))
+	}
+	// The retry with the nonce: a bound token, and the nonce again.
+	r = post(t, e.url+PathToken, formType, form("grant_type", "client_credentials"), basic(id, clientSecret), header("DPoP", withNonce(nonce)))
+	if got := r.Header.Get("DPoP-Nonce"); got != nonce {
+		t.Errorf("DPoP-Nonce on the token answer %q, want %q", got, nonce)
+	}
+	r.Header.Del("DPoP-Nonce")
+	dpopTokenReply(t, r, "events.subscribe", k.jkt)
+	// Without a DPoP header nothing changes: a bearer token, no nonce.
+	r = post(t, e.url+PathToken, formType, form("grant_type", "client_credentials"), basic(id, clientSecret))
+	wantHeaders(t, r, map[string]string{"DPoP-Nonce": ""})
+	tokenReply(t, r, "events.subscribe")
 }

@@ -60,6 +60,7 @@ type env struct {
 	legacy   bool  // Config.AcceptLegacySecrets of instances started from now on
 	jwks     JWKSPolicy
 	lifetime time.Duration // Config.MaxAssertionLifetime
+	nonces   nonceSource   // Deps.Nonces (nil: DPoP nonces off)
 	logs     *logtest.Sink
 	metrics  *metrics.TokenService // every instance's, as one replica's
 	url      string                // base URL of the first instance
@@ -101,6 +102,9 @@ func withJWKSPolicy(p JWKSPolicy) envOption { return func(e *env) { e.jwks = p }
 func withMaxAssertionLifetime(d time.Duration) envOption { return func(e *env) { e.lifetime = d } }
 
 // withRedisClock lets the rate limits run on the Redis server's clock.
+// withNonces makes every instance require DPoP server nonces from n.
+func withNonces(n nonceSource) envOption { return func(e *env) { e.nonces = n } }
+
 func withRedisClock() envOption { return func(e *env) { e.rate = nil } }
 
 func newEnv(t testing.TB, opts ...envOption) *env {
@@ -165,6 +169,7 @@ func (e *env) startWith(keys *signingkeys.Authority) (string, *Server) {
 		Tokens:   accesstoken.NewCachingVerifier(accesstoken.NewVerifier(keys, testIssuer, testAudience, e.now.Now), 0, nil),
 		Ready:    func(ctx context.Context) error { return redisconn.Ping(ctx, rdb, time.Second) },
 		Metrics:  e.metrics,
+		Nonces:   e.nonces,
 	})
 	if err != nil {
 		e.t.Fatal(err)

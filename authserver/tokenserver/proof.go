@@ -3,6 +3,7 @@ package tokenserver
 import (
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/dpop"
@@ -28,18 +29,37 @@ import (
 // the address the server listens on (section 4.3, check 9); htm with POST;
 // no access token is presented, so "ath" is not looked at; the iat window
 // is dpop.DefaultWindow and dpop.DefaultLeeway around the server's clock.
-// Server nonces (section 8) are not required.
-func (s *Server) checkProof(r *http.Request, req *clientRequest) {
+//
+// Server nonces (section 8) are required when the service runs with them
+// (Deps.Nonces, DPOP_NONCES=true): every answer to a request with a proof
+// carries the current nonce in DPoP-Nonce (section 8.2: success and error
+// answers alike), and a proof without a valid one is refused with
+// use_dpop_nonce (section 8, after the credential, like every other
+// verdict on the proof), so the client retries with the nonce.
+func (s *Server) checkProof(w http.ResponseWriter, r *http.Request, req *clientRequest) {
 	headers := r.Header.Values("DPoP")
 	if len(headers) == 0 {
 		return
 	}
-	p, err := dpop.Verify(dpop.Input{Headers: headers, Method: r.Method, URI: s.tokenURL, Now: s.cfg.Now()})
+	now := s.cfg.Now()
+	in := dpop.Input{Headers: headers, Method: r.Method, URI: s.tokenURL, Now: now}
+	if s.nonces != nil {
+		in.Nonces = s.nonces
+		w.Header().Set("DPoP-Nonce", s.nonces.Nonce(now))
+	}
+	p, err := dpop.Verify(in)
 	if err != nil {
 		req.Proof, req.ProofErr = &clients.ProofCheck{}, err
 		return
 	}
 	req.Proof = &clients.ProofCheck{Verified: true, Proof: p, TTL: dpop.ReplayTTL(0, 0)}
+}
+
+// nonceSource issues and checks the DPoP server nonces shared by every
+// replica (a *dpopnonce.Shared).
+type nonceSource interface {
+	Nonce(now time.Time) string
+	Valid(nonce string, now time.Time) bool
 }
 
 // errProofRequired refuses a token request without a DPoP proof from a
@@ -48,8 +68,8 @@ var errProofRequired = &oauthError{Status: http.StatusBadRequest, Code: dpop.Cod
 	Description: "a DPoP proof is required: this client is registered for DPoP-bound access tokens only"}
 
 // proofError is the answer to a refused proof (RFC 9449 section 5): 400
-// with its code (invalid_dpop_proof; use_dpop_nonce is never answered, as
-// nonces are not required) and its description, a fixed sentence of
+// with its code (invalid_dpop_proof, or use_dpop_nonce when nonces are
+// required and the proof lacks a valid one) and its description, a fixed sentence of
 // package dpop that quotes nothing of the proof.
 func proofError(err error) *oauthError {
 	var de *dpop.Error

@@ -101,6 +101,10 @@ type Deps struct {
 	Ready func(ctx context.Context) error
 	// Metrics counts issued tokens, refusals and cache lookups (optional).
 	Metrics recorder
+	// Nonces, when set, makes the token endpoint require DPoP server
+	// nonces (RFC 9449 section 8; DPOP_NONCES=true): the same shared
+	// source the APIs' admission uses. Nil: no nonces.
+	Nonces nonceSource
 }
 
 // Server is the token service's HTTP handler.
@@ -114,6 +118,7 @@ type Server struct {
 	ceiling *addressCeiling
 	ready   func(ctx context.Context) error
 	metrics recorder
+	nonces  nonceSource
 	meta    []byte
 	mux     http.Handler
 	// assertionKeys caches clients' public keys (private_key_jwt);
@@ -159,7 +164,7 @@ func NewServer(logger *slog.Logger, cfg Config, deps Deps) (*Server, error) {
 	if deps.Metrics == nil {
 		deps.Metrics = noMetrics{}
 	}
-	s := &Server{log: logger, cfg: cfg, reg: deps.Registry, keys: deps.Keys, tokens: deps.Tokens, metrics: deps.Metrics}
+	s := &Server{log: logger, cfg: cfg, reg: deps.Registry, keys: deps.Keys, tokens: deps.Tokens, metrics: deps.Metrics, nonces: deps.Nonces}
 	if s.ceiling, err = newAddressCeiling(cfg.AddressFailuresPerMinute, s.rateClock); err != nil {
 		return nil, err
 	}

@@ -39,7 +39,7 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 		s.refuse(ctx, w, r, req.Client, errUnsupportedGrant, notCounted)
 		return
 	}
-	s.checkProof(r, req)
+	s.checkProof(w, r, req)
 	auth, failed, err := s.authenticate(ctx, r, req, true, nil)
 	if err != nil {
 		s.refuse(ctx, w, r, req.Client, err, failed)
