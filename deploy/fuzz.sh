@@ -19,7 +19,7 @@ targets=(
   "FuzzVerify ./pkg/accesstoken"
   "FuzzVerifySigned ./pkg/accesstoken"
   "FuzzVerify ./pkg/dpop"
-  "FuzzStrictObject ./pkg/dpop"
+  "FuzzStrict ./pkg/jsonmembers"
 )
 
 # corpus lists the inputs go test has written for a target (seeds and

@@ -1,7 +1,6 @@
 package accesstoken
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -12,6 +11,7 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jwk"
 	"github.com/lestrrat-go/jwx/v3/jws"
 	"github.com/lestrrat-go/jwx/v3/jws/jwsbb"
+	"github.com/partnerapi/authplatform/pkg/jsonmembers"
 )
 
 // MaxTokenLength bounds what Verify reads; a real token is under 600 bytes.
@@ -94,7 +94,7 @@ func (v *Verifier) verifySignature(token string) (*Claims, string, error) {
 	}
 	// Each header member once, in one spelling: which of two "kid"s or of
 	// "kid" and "KID" a parser believes differs between parsers.
-	if hj, err := base64.RawURLEncoding.DecodeString(string(hdr)); err != nil || !strictMembers(hj, headerNames) {
+	if hj, err := base64.RawURLEncoding.DecodeString(string(hdr)); err != nil || !jsonmembers.Strict(hj, headerNames, MaxMembers) {
 		return nil, "", ErrHeader
 	}
 	h := jwsbb.HeaderParseCompact(hdr)
@@ -141,7 +141,7 @@ func (v *Verifier) verifySignature(token string) (*Claims, string, error) {
 		Claims
 		Cnf json.RawMessage `json:"cnf"`
 	}
-	if !strictMembers(payload, claimNames) {
+	if !jsonmembers.Strict(payload, claimNames, MaxMembers) {
 		return nil, "", ErrClaims
 	}
 	if err := json.Unmarshal(payload, &w); err != nil {
@@ -190,7 +190,7 @@ func (v *Verifier) CheckTime(c *Claims) error {
 	return nil
 }
 
-// Member names whose spelling strictMembers enforces: the JOSE header
+// Member names whose spelling jsonmembers.Strict enforces: the JOSE header
 // members this package reads, and the claims of Claims.
 var (
 	headerNames = []string{"alg", "kid", "typ", "crit", "b64", "jku", "jwk", "x5u", "x5c", "cty"}
@@ -211,7 +211,7 @@ func ValidJKT(s string) bool {
 // confirmation method is refused: a token bound by a method this service
 // cannot check must never pass for a bearer token.
 func parseConfirmation(raw json.RawMessage) (*Confirmation, bool) {
-	if !strictMembers(raw, cnfNames) {
+	if !jsonmembers.Strict(raw, cnfNames, MaxMembers) {
 		return nil, false
 	}
 	var members map[string]json.RawMessage
@@ -223,45 +223,6 @@ func parseConfirmation(raw json.RawMessage) (*Confirmation, bool) {
 		return nil, false
 	}
 	return &Confirmation{JKT: jkt}, true
-}
-
-// strictMembers reports whether obj is a JSON object of at most MaxMembers
-// members, no two of whose names are equal under Unicode case folding (the
-// folding encoding/json matches with), and none of which is a case variant
-// of a name in exact ("KID", "Scope"). Member values are skipped unread.
-func strictMembers(obj []byte, exact []string) bool {
-	dec := json.NewDecoder(bytes.NewReader(obj))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return false
-	}
-	var seen []string
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return false
-		}
-		name, ok := tok.(string)
-		if !ok || len(seen) == MaxMembers {
-			return false
-		}
-		for _, s := range seen {
-			if strings.EqualFold(s, name) {
-				return false
-			}
-		}
-		for _, e := range exact {
-			if name != e && strings.EqualFold(name, e) {
-				return false
-			}
-		}
-		seen = append(seen, name)
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			return false
-		}
-	}
-	_, err := dec.Token()
-	return err == nil
 }
 
 // Now is the verifier's clock.

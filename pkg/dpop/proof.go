@@ -19,6 +19,7 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jwa"
 	"github.com/lestrrat-go/jwx/v3/jwk"
 	"github.com/lestrrat-go/jwx/v3/jws"
+	"github.com/partnerapi/authplatform/pkg/jsonmembers"
 )
 
 // TypeHeader is the JOSE "typ" of a DPoP proof (RFC 9449 section 4.2).
@@ -163,7 +164,7 @@ type claims struct {
 	Nonce *string  `json:"nonce"`
 }
 
-// Member names whose spelling is enforced (see strictObject).
+// Member names whose spelling is enforced (see jsonmembers.Strict).
 var (
 	headerNames = []string{"typ", "alg", "jwk", "crit", "b64", "kid", "jku", "x5u", "x5c", "cty"}
 	jwkNames    = []string{"kty", "crv", "x", "y", "n", "e", "d", "p", "q", "dp", "dq", "qi", "oth", "k", "kid", "alg", "use", "key_ops"}
@@ -210,7 +211,7 @@ func Verify(in Input) (Proof, error) {
 	}
 
 	hdrJSON, err := b64url.DecodeString(hdrB64)
-	if err != nil || !strictObject(hdrJSON, headerNames) {
+	if err != nil || !jsonmembers.Strict(hdrJSON, headerNames, maxMembers) {
 		return Proof{}, errHeader
 	}
 	var h header
@@ -243,7 +244,7 @@ func Verify(in Input) (Proof, error) {
 		return Proof{}, errJWK
 	}
 
-	if !strictObject(payload, claimNames) {
+	if !jsonmembers.Strict(payload, claimNames, maxMembers) {
 		return Proof{}, errClaims
 	}
 	var c claims
@@ -327,7 +328,7 @@ func signatureAlgorithm(alg string) (jwa.SignatureAlgorithm, bool) {
 // probing would add its cost to every request. jwk.Import then gives jwx's
 // RFC 7638 thumbprint of the same key.
 func publicKey(raw json.RawMessage, alg string) (any, jwk.Key, error) {
-	if !strictObject(raw, jwkNames) {
+	if !jsonmembers.Strict(raw, jwkNames, maxMembers) {
 		return nil, nil, errJWK
 	}
 	var j publicJWK

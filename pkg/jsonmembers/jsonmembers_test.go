@@ -1,4 +1,4 @@
-package dpop
+package jsonmembers
 
 import (
 	"bytes"
@@ -8,10 +8,13 @@ import (
 	"testing"
 )
 
-// strictObjectReference is strictObject written the plain way, with
-// json.Decoder's tokens (as pkg/accesstoken does): the scanner must agree
+// testMax is the member limit of the tests (pkg/dpop and pkg/accesstoken use 32).
+const testMax = 32
+
+// strictReference is Strict written the plain way, with
+// json.Decoder's tokens: the scanner must agree
 // with it on every input.
-func strictObjectReference(obj []byte, exact []string) bool {
+func strictReference(obj []byte, exact []string) bool {
 	dec := json.NewDecoder(bytes.NewReader(obj))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return false
@@ -23,7 +26,7 @@ func strictObjectReference(obj []byte, exact []string) bool {
 			return false
 		}
 		name, ok := tok.(string)
-		if !ok || len(seen) == maxMembers {
+		if !ok || len(seen) == testMax {
 			return false
 		}
 		for _, s := range seen {
@@ -79,7 +82,7 @@ var strictCases = []struct {
 
 func TestStrictObject(t *testing.T) {
 	many := "{"
-	for i := 0; i <= maxMembers; i++ {
+	for i := 0; i <= testMax; i++ {
 		if i > 0 {
 			many += ","
 		}
@@ -92,22 +95,22 @@ func TestStrictObject(t *testing.T) {
 	}{many, false})
 	for _, tc := range cases {
 		exact := []string{"typ", "alg", "k"}
-		got, ref := strictObject([]byte(tc.in), exact), strictObjectReference([]byte(tc.in), exact)
+		got, ref := Strict([]byte(tc.in), exact, testMax), strictReference([]byte(tc.in), exact)
 		if got != tc.want || ref != tc.want {
-			t.Errorf("strictObject(%q) = %v, reference %v, want %v", tc.in, got, ref, tc.want)
+			t.Errorf("Strict(%q) = %v, reference %v, want %v", tc.in, got, ref, tc.want)
 		}
 	}
 }
 
-// FuzzStrictObject checks the scanner against the json.Decoder reference.
-func FuzzStrictObject(f *testing.F) {
+// FuzzStrict checks the scanner against the json.Decoder reference.
+func FuzzStrict(f *testing.F) {
 	for _, tc := range strictCases {
 		f.Add([]byte(tc.in))
 	}
 	f.Fuzz(func(t *testing.T, obj []byte) {
 		exact := []string{"typ", "alg", "htm"}
-		if got, ref := strictObject(obj, exact), strictObjectReference(obj, exact); got != ref {
-			t.Fatalf("strictObject(%q) = %v, reference %v", obj, got, ref)
+		if got, ref := Strict(obj, exact, testMax), strictReference(obj, exact); got != ref {
+			t.Fatalf("Strict(%q) = %v, reference %v", obj, got, ref)
 		}
 	})
 }

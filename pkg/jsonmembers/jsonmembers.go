@@ -1,23 +1,23 @@
-package dpop
+package jsonmembers
 
 import (
 	"encoding/json"
 	"strings"
 )
 
-// strictObject reports whether obj is a JSON object of at most maxMembers
-// members, no two of whose names are equal under Unicode case folding, and
+// Strict reports whether obj is a JSON object of at most max members, no two of whose names are equal under Unicode case folding, and
 // none of which is a case variant of a name in exact. encoding/json keeps
 // the last of two equal names and matches names case-insensitively, so
 // without this {"htm":"GET","HTM":"POST"} or a lone "Htu" would decode, and
-// which value counts would differ between parsers. It is the rule
-// pkg/accesstoken applies to access tokens.
+// which value counts would differ between parsers. Nothing may follow the
+// object. It is the one rule of access tokens (pkg/accesstoken: header,
+// claims, cnf) and DPoP proofs (pkg/dpop: header, claims, jwk).
 //
-// It runs on every proof before the signature is checked, three times, so
-// it does not use json.Decoder's Token, which allocates for every member:
+// It runs on every proof and every uncached token, so it does not use
+// json.Decoder's Token, which allocates for every member:
 // json.Valid checks the syntax without allocating, then the members' names
 // are read by a scanner that only has to find them in valid JSON.
-func strictObject(obj []byte, exact []string) bool {
+func Strict(obj []byte, exact []string, max int) bool {
 	if !json.Valid(obj) {
 		return false
 	}
@@ -25,7 +25,7 @@ func strictObject(obj []byte, exact []string) bool {
 	if i >= len(obj) || obj[i] != '{' {
 		return false
 	}
-	var seenBuf [maxMembers]string
+	var seenBuf [32]string // no allocation up to 32 members
 	seen := seenBuf[:0]
 	i = skipSpace(obj, i+1)
 	if obj[i] == '}' {
@@ -35,7 +35,7 @@ func strictObject(obj []byte, exact []string) bool {
 		// obj[i] is the '"' of a member name (the JSON is valid).
 		end := stringEnd(obj, i)
 		name, ok := memberName(obj[i:end])
-		if !ok || len(seen) == maxMembers {
+		if !ok || len(seen) == max {
 			return false
 		}
 		for _, s := range seen {
