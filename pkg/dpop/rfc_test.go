@@ -76,8 +76,8 @@ func TestRFC9449ResourceRequestProof(t *testing.T) {
 	}
 }
 
-// The worked example of the DPoP guide's draft
-// (resourceserver/apidocs/drafts/dpop.md), made by the SDK: a token
+// The worked example of the DPoP guide
+// (resourceserver/apidocs/guides/dpop.md, A worked example), made by the SDK: a token
 // request's proof and an API request's proof with ath, one key.
 const (
 	guideTokenProof = "eyJ0eXAiOiJkcG9wK2p3dCIsImFsZyI6IkVTMjU2IiwiandrIjp7ImNydiI6IlAtMjU2Iiwia3R5IjoiRUMiLCJ4IjoialgyS0dkTlFKX1VYblBtd0d5bzRLWC00UkVfVEN6aFFnUG9POVVWaktJVSIsInkiOiJDc3Nxc1BIZ1NIUGxZZURsaDdRNHF4UXg4RXRRYnoxeUtyNDhYNmFadnhBIn19.eyJqdGkiOiJIVTRJSVNydjF4ZEJ3WEJwWmZ5NDZRIiwiaHRtIjoiUE9TVCIsImh0dSI6Imh0dHBzOi8vYXBpLmV4YW1wbGUuY29tL2FwaS92MS9vYXV0aC90b2tlbi8iLCJpYXQiOjE3OTUwMDAwMDB9.gJzIInvldhL4KUfrbQpRgFhIQr0A0dnVPsBXqtcWaDLKOlfrP85Jiz9DN-3wUS3ZrNLjArwl-lp2P5wseizdrg"

@@ -47,6 +47,7 @@ var guides = []struct{ name, description string }{
 	{"rate-limits", "120 API requests and 30 token requests per minute per client, RateLimit-* and Retry-After headers."},
 	{"sandbox", "The sandbox-simulation organisation with demo data only, and moving from sandbox to live."},
 	{"secret-rotation", "Rotating a client secret without downtime (two secrets: add-secret, retire-secret), rotate-secret and revoking a client: which tokens stop working at once."},
+	{"dpop", "Sender-constrained tokens (DPoP, RFC 9449): a key pair of your own, the proof JWT, getting a DPoP-bound token (token_type DPoP), calling the API with Authorization: DPoP and a proof, server nonces, the refusals and the Go SDK's DPoPKey."},
 }
 
 // Name, title and description of the generated reference page.

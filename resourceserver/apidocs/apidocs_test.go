@@ -504,7 +504,7 @@ func TestPages(t *testing.T) {
 	d := newDocs(t)
 	want := []string{
 		"quickstart", "authentication", "scopes-and-audiences", "errors",
-		"rate-limits", "sandbox", "secret-rotation", "api-reference",
+		"rate-limits", "sandbox", "secret-rotation", "dpop", "api-reference",
 	}
 	var names []string
 	for _, p := range d.Pages() {
@@ -559,6 +559,12 @@ var guideFacts = map[string][]string{
 		"RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "rate_limit_per_minute",
 	},
 	"sandbox": {"sandbox-simulation", "authserver sandbox seed", "demo data", "never real patients"},
+	"dpop": {
+		"RFC 9449", "`dpop+jwt`", "`jti`", "`htm`", "`htu`", "`iat`", "`ath`", "Authorization: DPoP", "`token_type` of `Bearer`",
+		"dpop_bound_access_tokens", "`invalid_dpop_proof`", "`use_dpop_nonce`", "DPoP-Nonce", "off by default",
+		`WWW-Authenticate: DPoP error="invalid_dpop_proof"`, `algs="ES256 ES384 RS256 PS256 EdDSA"`, "DPoPKey",
+		"dpop_signing_alg_values_supported",
+	},
 	"secret-rotation": {
 		"authserver clients rotate-secret ID", "authserver clients revoke ID", "at once", "401 `invalid_client`",
 		"authserver clients add-secret ID", "authserver clients retire-secret ID OLD_SECRET_ID",

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -129,7 +130,7 @@ func (f *docsFixture) fresh() (string, string) {
 // several examples of one status.
 func scenarios(f *docsFixture) map[string]func() reply {
 	grant := "grant_type=client_credentials"
-	return map[string]func() reply{
+	all := map[string]func() reply{
 		"POST /api/v1/oauth/token/ 200": func() reply {
 			return f.request(http.MethodPost, tokenPath, formType, grant, basicAuth(f.id, f.secret))
 		},
@@ -268,6 +269,8 @@ func scenarios(f *docsFixture) map[string]func() reply {
 		"token header": func() reply { return f.tokenPart(0) },
 		"token claims": func() reply { return f.tokenPart(1) },
 	}
+	maps.Copy(all, f.dpopScenarios())
+	return all
 }
 
 // Paths of introspection and revocation.
