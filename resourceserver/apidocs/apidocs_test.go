@@ -226,7 +226,7 @@ func TestMeOperation(t *testing.T) {
 		}
 	}
 	slices.Sort(schemes)
-	if want := []string{"bearerAuth", "oauth2"}; !slices.Equal(schemes, want) {
+	if want := []string{"bearerAuth", "dpopAuth", "oauth2"}; !slices.Equal(schemes, want) {
 		t.Errorf("security schemes %v, want %v", schemes, want)
 	}
 	headers := map[int][]string{
@@ -241,6 +241,29 @@ func TestMeOperation(t *testing.T) {
 			if h := resp.Headers[name]; h == nil || !h.Value.Required {
 				t.Errorf("%d: header %s missing or not required", status, name)
 			}
+		}
+	}
+	// DPoP (RFC 9449 section 7.1): the scheme, the proof header, the
+	// challenges of a refused DPoP request and the nonce header.
+	if ss := doc.Components.SecuritySchemes["dpopAuth"]; ss == nil || ss.Value.Type != "http" || ss.Value.Scheme != "DPoP" {
+		t.Error("no http security scheme DPoP (dpopAuth)")
+	}
+	if p := me.Parameters.GetByInAndName("header", "DPoP"); p == nil || p.Required {
+		t.Error("no optional DPoP header parameter")
+	}
+	challenge := me.Responses.Status(401).Value.Headers["WWW-Authenticate"].Value.Examples
+	for name, want := range map[string]string{
+		"invalid_token":      `Bearer realm="api", error="invalid_token"`,
+		"invalid_dpop_proof": `DPoP error="invalid_dpop_proof", error_description="the DPoP proof's key is not the key the access token is bound to", algs="ES256 ES384 RS256 PS256 EdDSA"`,
+		"dpop_invalid_token": `DPoP error="invalid_token", algs="ES256 ES384 RS256 PS256 EdDSA"`,
+	} {
+		if ex := challenge[name]; ex == nil || ex.Value.Value != want {
+			t.Errorf("401 WWW-Authenticate example %s is not %s", name, want)
+		}
+	}
+	for _, status := range []int{200, 401} {
+		if me.Responses.Status(status).Value.Headers["DPoP-Nonce"] == nil {
+			t.Errorf("%d: no DPoP-Nonce header", status)
 		}
 	}
 	for _, status := range []int{400, 401, 429, 500, 503} {

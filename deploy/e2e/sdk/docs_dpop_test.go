@@ -39,7 +39,7 @@ func (f *docsFixture) dpopScenarios() map[string]func() reply {
 				r.Header.Set("DPoP", p)
 			})
 		},
-		"GET /api/v1/me/ 401 DPoP invalid_token": func() reply {
+		"GET /api/v1/me/ 401 dpop_invalid_token": func() reply {
 			return f.request(http.MethodGet, pathMe, "", "", bearer(f.dpopToken())) // a bound token as Bearer
 		},
 		"DPoP proof header":                func() reply { return f.sdkProofPart(tokenPath, 0) },

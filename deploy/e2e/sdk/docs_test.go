@@ -221,6 +221,9 @@ func scenarios(f *docsFixture) map[string]func() reply {
 		"GET /api/v1/me/ 401": func() reply {
 			return f.request(http.MethodGet, pathMe, "", "", bearer("svc_at_expired"))
 		},
+		"GET /api/v1/me/ 401 invalid_token": func() reply {
+			return f.request(http.MethodGet, pathMe, "", "", bearer("svc_at_expired"))
+		},
 		"GET /api/v1/me/ 401 no token": func() reply {
 			return f.request(http.MethodGet, pathMe, "", "")
 		},
@@ -567,14 +570,23 @@ func openAPIAnswers(t *testing.T, doc []byte) map[string]docAnswer {
 	if err := json.Unmarshal(doc, &d); err != nil {
 		t.Fatal(err)
 	}
-	header := func(raw json.RawMessage) (string, bool) {
+	// header is a header's example: of the body example named name when
+	// the header has named examples too (as a DPoP challenge has), else
+	// its only one.
+	header := func(raw json.RawMessage, name string) (string, bool) {
 		var h struct {
-			Ref     string          `json:"$ref"`
-			Example json.RawMessage `json:"example"`
+			Ref      string          `json:"$ref"`
+			Example  json.RawMessage `json:"example"`
+			Examples map[string]struct {
+				Value json.RawMessage `json:"value"`
+			} `json:"examples"`
 		}
 		_ = json.Unmarshal(raw, &h)
 		if h.Ref != "" {
 			_ = json.Unmarshal(d.Components.Headers[strings.TrimPrefix(h.Ref, "#/components/headers/")], &h)
+		}
+		if ex, ok := h.Examples[name]; ok {
+			h.Example = ex.Value
 		}
 		if h.Example == nil {
 			return "", false
@@ -597,19 +609,22 @@ func openAPIAnswers(t *testing.T, doc []byte) map[string]docAnswer {
 					resp = ref
 				}
 				code, _ := strconv.Atoi(status)
-				hs := http.Header{}
-				for name, raw := range resp.Headers {
-					if v, ok := header(raw); ok {
-						hs.Set(name, v)
+				headers := func(example string) http.Header {
+					hs := http.Header{}
+					for name, raw := range resp.Headers {
+						if v, ok := header(raw, example); ok {
+							hs.Set(name, v)
+						}
 					}
+					return hs
 				}
 				key := strings.ToUpper(method) + " " + path + " " + status
 				for _, c := range resp.Content {
 					if c.Example != nil {
-						out[key] = docAnswer{where: "openapi.json " + key, status: code, headers: hs, body: c.Example}
+						out[key] = docAnswer{where: "openapi.json " + key, status: code, headers: headers(""), body: c.Example}
 					}
 					for name, ex := range c.Examples {
-						out[key+" "+name] = docAnswer{where: "openapi.json " + key + " " + name, status: code, headers: hs, body: ex.Value}
+						out[key+" "+name] = docAnswer{where: "openapi.json " + key + " " + name, status: code, headers: headers(name), body: ex.Value}
 					}
 				}
 			}
