@@ -160,3 +160,38 @@ func npmCached(t *testing.T, src string) string {
 	t.Logf("npm ci: %v, cached in %s", time.Since(start).Round(time.Millisecond), entry)
 	return modules
 }
+
+// TestNodeOAuth4WebAPIDPoP runs oauth4webapi's DPoP flow (RFC 9449;
+// node/client.mjs, runDPoP) against the real servers: a DPoP-bound token
+// (token_type DPoP) with a proof, and GET /api/v1/me/ twice with proofs.
+// With DPOP_NONCES=true on both servers, the first token request and the
+// first /me are refused use_dpop_nonce and retried once with the nonce the
+// library kept (RFC 9449 sections 8 and 9); the second /me needs no retry.
+func TestNodeOAuth4WebAPIDPoP(t *testing.T) {
+	t.Parallel()
+	e2etest.RequireCommand(t, "node")
+	e2etest.RequireCommand(t, "npm")
+	dir := npmCI(t)
+	for _, c := range []struct {
+		name    string
+		env     []string
+		retries string // of the token request and the first /me
+		nonce   string // whether /me answers carry DPoP-Nonce
+	}{
+		{"nonces off", nil, "0", "false"},
+		{"nonces on", []string{"DPOP_NONCES=true"}, "1", "true"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := startStackWith(t, c.env...)
+			id, secret := s.secretClient(t, "node dpop")
+			sc := runScript(t, "node oauth4webapi DPoP", map[string]any{
+				"issuer": s.auth, "api": s.api, "dpop": true,
+				"clients": []map[string]any{{"name": "dpop", "client_id": id, "auth": "client_secret_basic", "client_secret": secret}},
+			}, dir, "node", "client.mjs")
+			sc.want(t, "", "discovery", `{"step":"discovery","dpop_signing_alg_values_supported":["ES256","ES384","RS256","PS256","EdDSA"]}`)
+			sc.want(t, "dpop", "dpop_token", `{"client":"dpop","step":"dpop_token","token_type":"dpop","expires_in":3600,"scope":"`+scope+`","nonce_retries":`+c.retries+`}`)
+			sc.want(t, "dpop", "dpop_me", `{"client":"dpop","step":"dpop_me","status":200,"client_id":"`+id+`","nonce":`+c.nonce+`,"nonce_retries":`+c.retries+`}`)
+			sc.want(t, "dpop", "dpop_me_again", `{"client":"dpop","step":"dpop_me_again","status":200,"client_id":"`+id+`","nonce":`+c.nonce+`,"nonce_retries":0}`)
+		})
+	}
+}

@@ -57,6 +57,13 @@ type stack struct {
 // the test's own, with organisation "acme".
 func startStack(t *testing.T) *stack {
 	t.Helper()
+	return startStackWith(t)
+}
+
+// startStackWith is startStack with more environment for both servers
+// and the CLI (as DPOP_NONCES=true).
+func startStackWith(t *testing.T, env ...string) *stack {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("-short: this test builds and starts the servers")
 	}
@@ -73,6 +80,7 @@ func startStack(t *testing.T) *stack {
 	}
 	s := &stack{bin: e2etest.BuildServers(t), dir: t.TempDir(), hc: &http.Client{Timeout: 10 * time.Second}}
 	s.env = append(e2etest.BaseEnv(s.dir), "REDIS_URL="+redistest.URL(), "REDIS_KEY_PREFIX="+redistest.Prefix(t, rdb), "LOG_LEVEL=info")
+	s.env = append(s.env, env...)
 	keys := filepath.Join(s.dir, "signing.json")
 	s.cli(t, "keys", "generate", "--out", keys)
 	s.cli(t, "orgs", "create", "--slug", org, "--name", orgName, "--environment", "live")

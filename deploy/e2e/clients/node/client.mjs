@@ -14,7 +14,8 @@
 // is a private JWK (its kid sent) or a PKCS#8 PEM file as the
 // authentication guide's openssl recipe makes it (no kid); oauth4webapi's
 // PrivateKeyJwt signs as it comes, and the header and lifetime of its
-// first assertion are printed (step "assertion"). It exits 1 on the first
+// first assertion are printed (step "assertion"). With "dpop": true in the
+// file, each client runs the DPoP flow instead (runDPoP). It exits 1 on the first
 // unexpected failure, after printing it.
 import { readFile } from 'node:fs/promises'
 import * as oauth from 'oauth4webapi'
@@ -153,8 +154,45 @@ async function run(config) {
   }
 }
 
+// runDPoP is the DPoP flow (RFC 9449) of each client with oauth4webapi's
+// DPoP handle, one new ES256 key pair per client: a token request with a
+// proof, GET /api/v1/me/ twice with proofs. A use_dpop_nonce refusal is
+// retried once, as oauth4webapi documents (isDPoPNonceError; the handle
+// keeps the DPoP-Nonce it was sent), and the retries are counted.
+async function runDPoP(config) {
+  const issuer = new URL(config.issuer)
+  const as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { ...insecure, algorithm: 'oauth2' }))
+  out({ step: 'discovery', dpop_signing_alg_values_supported: as.dpop_signing_alg_values_supported })
+  for (const c of config.clients) {
+    const client = { client_id: c.client_id }
+    const auth = await clientAuth(c)
+    const keyPair = await crypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, false, ['sign', 'verify'])
+    const DPoP = oauth.DPoP(client, keyPair)
+    let retries = 0
+    const once = async (fn) => {
+      try {
+        return await fn()
+      } catch (err) {
+        if (!oauth.isDPoPNonceError(err)) throw err
+        retries++
+        return fn()
+      }
+    }
+    const tok = await once(async () => oauth.processClientCredentialsResponse(as, client,
+      await oauth.clientCredentialsGrantRequest(as, client, auth, {}, { ...insecure, DPoP })))
+    out({ client: c.name, step: 'dpop_token', token_type: tok.token_type, expires_in: tok.expires_in, scope: tok.scope, nonce_retries: retries })
+    for (const step of ['dpop_me', 'dpop_me_again']) {
+      retries = 0
+      const resp = await once(() => oauth.protectedResourceRequest(tok.access_token, 'GET', new URL('/api/v1/me/', config.api), undefined, undefined, { ...insecure, DPoP }))
+      const body = await resp.json()
+      out({ client: c.name, step, status: resp.status, client_id: body.client_id, nonce: resp.headers.has('dpop-nonce'), nonce_retries: retries })
+    }
+  }
+}
+
 try {
-  await run(JSON.parse(await readFile(process.argv[2], 'utf8')))
+  const config = JSON.parse(await readFile(process.argv[2], 'utf8'))
+  await (config.dpop ? runDPoP(config) : run(config))
 } catch (err) {
   out({ step: 'failed', error: String(err), code: err?.code, cause: err?.cause ?? null })
   process.exit(1)
