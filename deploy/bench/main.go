@@ -73,7 +73,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	st := &stack{cfg: cfg, dir: dir, bins: bins, logf: logf}
+	st := &stack{cfg: cfg, dir: dir, bins: bins, logf: logf, lastRate: map[string]float64{}}
 	defer st.stop()
 	if err := st.start(ctx); err != nil {
 		return err
@@ -155,6 +155,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if err := st.probe(ctx, load[0]); err != nil {
 			return err
 		}
+		if err := st.dpopMint(ctx, load); err != nil {
+			return err
+		}
 		for r := 1; r <= cfg.Reps; r++ {
 			for _, sc := range cfg.Scenarios {
 				d := data
@@ -174,7 +177,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 				if err != nil {
 					return err
 				}
-				rep.Runs = append(rep.Runs, m)
+				rep.Runs, st.lastRate[sc] = append(rep.Runs, m), m.Wrk.Throughput()
 				logf("%-10s clients=%-7d rep %d: %8.0f req/s  p50 %-9s p99 %-9s p99.9 %-9s errors %d  server %s/req  redis %s/req  rss %s  machine share %s",
 					sc, size, r, m.Wrk.Throughput(), fmtDur(m.Wrk.P50), fmtDur(m.Wrk.P99), fmtDur(m.Wrk.P999), m.Wrk.Status+m.Wrk.SocketErrors(),
 					fmtDur(perRequest(m.ServerCPU, m.Wrk.Requests)), fmtDur(perRequest(m.RedisCPU, m.Wrk.Requests)), fmtBytes(m.PeakRSS),
@@ -228,6 +231,9 @@ type stack struct {
 	rdb                           redis.UniversalClient
 	reg                           *registry
 	http                          *http.Client
+	// me-dpop's bound clients, and each scenario's last req/s (dpopload.go).
+	dpopSet  []boundClient
+	lastRate map[string]float64
 }
 
 // start starts Redis, the authserver with fresh keys, the first client,
@@ -444,6 +450,8 @@ func (s *stack) measure(ctx context.Context, sc string, size, rep int, scripts m
 		proc, base, path, kind = s.auth, s.authURL, "/api/v1/oauth/token/", scToken
 	case scIntrospect:
 		proc, base, path = s.auth, s.authURL, "/api/v1/oauth/introspect/"
+	case scMeDPoP:
+		proc, base, path = s.resource, s.resourceURL, "/api/v1/me/"
 	case scMe, scMeHot:
 		proc, base, path, kind = s.resource, s.resourceURL, "/api/v1/me/", scMe
 	case scBare, scRedis:
@@ -463,11 +471,17 @@ func (s *stack) measure(ctx context.Context, sc string, size, rep int, scripts m
 	if s.cfg.Warmup > 0 {
 		warm := run
 		warm.Duration = s.cfg.Warmup
+		if err := s.dpopPrepare(ctx, sc, &warm, "warm"); err != nil {
+			return measurement{}, err
+		}
 		if _, _, _, err := warm.run(ctx); err != nil {
 			return measurement{}, err
 		}
 	}
 	run.Duration = s.cfg.Duration
+	if err := s.dpopPrepare(ctx, sc, &run, "run"); err != nil {
+		return measurement{}, err
+	}
 	logStart := proc.logSize()
 	cpu0, err1 := cpuTime(proc.pid())
 	rcpu0, err2 := s.redisCPU()
@@ -494,6 +508,9 @@ func (s *stack) measure(ctx context.Context, sc string, size, rep int, scripts m
 		return measurement{}, err
 	}
 	m.Wrk, m.WrkCPU = res, wrkCPU
+	if m.DPoP, err = s.dpopRecords(ctx, sc); err != nil {
+		return measurement{}, err
+	}
 	if res.Status > 0 {
 		m.Errors = describeErrors(proc, logStart)
 	}

@@ -191,7 +191,7 @@ func TestReportPerNodeCPU(t *testing.T) {
 
 func TestConfigHydra(t *testing.T) {
 	cfg, err := parseConfig(nil)
-	if err != nil || cfg.HydraBin != "" || !slices.Equal(cfg.Scenarios, []string{scBare, scRedis, scToken, scMe, scIntrospect, scTokenHot, scMeHot}) {
+	if err != nil || cfg.HydraBin != "" || !slices.Equal(cfg.Scenarios, []string{scBare, scRedis, scToken, scMe, scMeDPoP, scIntrospect, scTokenHot, scMeHot}) {
 		t.Errorf("default: hydra %q, scenarios %q, %v; want no Hydra and every other scenario", cfg.HydraBin, cfg.Scenarios, err)
 	}
 	cfg, err = parseConfig([]string{"--hydra-bin", "/opt/hydra"})

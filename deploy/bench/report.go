@@ -11,8 +11,11 @@ import (
 
 // Scenario names.
 const (
-	scToken      = "token"
-	scMe         = "me"
+	scToken = "token"
+	scMe    = "me"
+	// scMeDPoP is me with DPoP-bound tokens and a fresh proof per request
+	// (dpopload.go).
+	scMeDPoP     = "me-dpop"
 	scIntrospect = "introspect"
 	scBare       = "bare"
 	scRedis      = "redis"
@@ -29,7 +32,7 @@ const (
 )
 
 // scenarioOrder is the order of the table and of the runs in a repetition.
-var scenarioOrder = []string{scBare, scRedis, scToken, scMe, scIntrospect, scHydraToken, scHydraIntrospect, scTokenHot, scMeHot}
+var scenarioOrder = []string{scBare, scRedis, scToken, scMe, scMeDPoP, scIntrospect, scHydraToken, scHydraIntrospect, scTokenHot, scMeHot}
 
 // hydraOf is Hydra's scenario for each of ours it is compared with.
 var hydraOf = map[string]string{scToken: scHydraToken, scIntrospect: scHydraIntrospect}
@@ -53,6 +56,7 @@ var hotOf = map[string]string{scTokenHot: scToken, scMeHot: scMe}
 var scenarioLabels = map[string]string{
 	scToken:      "token: POST /api/v1/oauth/token/",
 	scMe:         "me: GET /api/v1/me/",
+	scMeDPoP:     "me-dpop: GET /api/v1/me/, DPoP-bound token + proof",
 	scIntrospect: "introspect: POST /api/v1/oauth/introspect/",
 	scBare:       "ceiling: bare Gin JSON",
 	scRedis:      "ceiling: Gin + 1 Redis EVALSHA",
@@ -65,7 +69,7 @@ var scenarioLabels = map[string]string{
 
 // scenarioServers name the process each scenario measures.
 var scenarioServers = map[string]string{
-	scToken: "authserver", scIntrospect: "authserver", scMe: "resourceserver", scBare: "ceiling", scRedis: "ceiling",
+	scToken: "authserver", scIntrospect: "authserver", scMe: "resourceserver", scMeDPoP: "resourceserver", scBare: "ceiling", scRedis: "ceiling",
 	scTokenHot: "authserver", scMeHot: "resourceserver", scHydraToken: "hydra", scHydraIntrospect: "hydra",
 }
 
@@ -87,6 +91,8 @@ type measurement struct {
 	// Errors describes the answers of status 400 and above, from the
 	// server's access log ("" when there were none).
 	Errors string
+	// DPoP is, for me-dpop, the replay records left after the run.
+	DPoP *dpopRecords
 }
 
 // MachineShare is the fraction of the machine's CPU time that the server,
@@ -470,6 +476,7 @@ func (r report) write(w io.Writer, cfg config) {
 	fmt.Fprintln(w, "The ratios to the ceilings are medians of per-repetition ratios: each repetition runs the ceilings and")
 	fmt.Fprintln(w, "the endpoints back to back, so a ratio compares runs that shared the machine's load of the moment.")
 	writeHydra(w, ss, r.Hydra)
+	writeDPoP(w, r.Runs)
 
 	fmt.Fprintf(w, "\n## Targets\n\n")
 	if cfg.Concurrency != 64 {

@@ -252,11 +252,19 @@ func (r *registry) fetchToken(ctx context.Context, c client) (string, error) {
 // scans every primary and deletes key by key (a batch of keys of several
 // slots would be refused).
 func clearRateLogs(ctx context.Context, rdb redis.UniversalClient) error {
+	if err := clearKeys(ctx, rdb, "*:rw:*"); err != nil {
+		return fmt.Errorf("clear rate-limit logs: %w", err)
+	}
+	return nil
+}
+
+// clearKeys deletes every key matching pattern on every primary.
+func clearKeys(ctx context.Context, rdb redis.UniversalClient, pattern string) error {
 	_, cluster := rdb.(*redis.ClusterClient)
-	err := forEachPrimary(ctx, rdb, func(ctx context.Context, node *redis.Client) error {
+	return forEachPrimary(ctx, rdb, func(ctx context.Context, node *redis.Client) error {
 		var cursor uint64
 		for {
-			keys, next, err := node.Scan(ctx, cursor, "*:rw:*", 10000).Result()
+			keys, next, err := node.Scan(ctx, cursor, pattern, 10000).Result()
 			if err != nil {
 				return err
 			}
@@ -279,10 +287,6 @@ func clearRateLogs(ctx context.Context, rdb redis.UniversalClient) error {
 			}
 		}
 	})
-	if err != nil {
-		return fmt.Errorf("clear rate-limit logs: %w", err)
-	}
-	return nil
 }
 
 // usedMemory is Redis's used_memory (INFO memory), in bytes: on a Cluster,

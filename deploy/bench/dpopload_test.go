@@ -1,0 +1,131 @@
+package main
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/partnerapi/authplatform/pkg/dpop"
+	"github.com/partnerapi/authplatform/pkg/dpop/dpoptest"
+)
+
+// TestProofFiles writes me-dpop's proof files for 3 clients and 2 threads
+// and checks every line: two fields, a proof pkg/dpop verifies for GET uri
+// with its line's token (ath) and key (the token's jkt), issued now, its
+// jti used once over every file; the files together hold every line once,
+// as many as 1.5 x rate x duration.
+func TestProofFiles(t *testing.T) {
+	set := make([]boundClient, 3)
+	for i := range set {
+		set[i] = boundClient{ID: "c" + strconv.Itoa(i), Token: "token-" + strconv.Itoa(i), Key: dpoptest.NewKey()}
+	}
+	jkt := map[string]string{}
+	for _, b := range set {
+		jkt[b.Token] = b.Key.JKT()
+	}
+	const uri = "http://127.0.0.1:8081/api/v1/me/"
+	start := time.Now()
+	base, err := writeProofFiles(filepath.Join(t.TempDir(), "p.dat"), set, uri, 2000, 2*time.Second, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(base + ".2"); !os.IsNotExist(err) {
+		t.Errorf("a third file for 2 threads: %v", err)
+	}
+	jtis := map[string]bool{}
+	perClient := map[string]int{}
+	total := 0
+	for th := range 2 {
+		b, err := os.ReadFile(base + "." + strconv.Itoa(th))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+		if len(lines) != 3000 {
+			t.Errorf("thread %d: %d lines, want 3000", th, len(lines))
+		}
+		for _, l := range lines {
+			total++
+			token, proof, ok := strings.Cut(l, "\t")
+			if !ok || strings.Contains(proof, "\t") || jkt[token] == "" {
+				t.Fatalf("line %q", l)
+			}
+			perClient[token]++
+			p, err := dpop.Verify(dpop.Input{Headers: []string{proof}, Method: "GET", URI: uri, AccessToken: token, Now: time.Now()})
+			if err != nil {
+				t.Fatalf("proof of %s: %v", token, err)
+			}
+			if p.JKT != jkt[token] || dpop.CheckBinding(p, jkt[token]) != nil {
+				t.Errorf("proof's key %s, token's %s", p.JKT, jkt[token])
+			}
+			if p.IssuedAt.Before(start.Truncate(time.Second)) || p.IssuedAt.After(time.Now()) {
+				t.Errorf("iat %s, want the moment of writing (%s)", p.IssuedAt, start)
+			}
+			if jtis[p.JTI] {
+				t.Fatalf("jti %s twice", p.JTI)
+			}
+			jtis[p.JTI] = true
+			if got := ath(t, proof); got != dpop.AccessTokenHash(token) {
+				t.Errorf("ath %q, want %q", got, dpop.AccessTokenHash(token))
+			}
+		}
+	}
+	if total != 6000 || len(jtis) != 6000 {
+		t.Errorf("%d lines, %d distinct jtis; want 6000 of each (1.5 x 2000/s x 2 s)", total, len(jtis))
+	}
+	for _, b := range set {
+		if perClient[b.Token] != 2000 {
+			t.Errorf("%s: %d lines, want 2000 (rotation over the clients)", b.ID, perClient[b.Token])
+		}
+	}
+}
+
+// TestSplitLines deals lines to threads disjointly and completely.
+func TestSplitLines(t *testing.T) {
+	lines := []string{"a", "b", "c", "d", "e"}
+	got := splitLines(lines, 2)
+	if strings.Join(got[0], ",") != "a,c,e" || strings.Join(got[1], ",") != "b,d" {
+		t.Errorf("splitLines: %q", got)
+	}
+	if got := splitLines(lines, 1); strings.Join(got[0], ",") != "a,b,c,d,e" {
+		t.Errorf("one thread: %q", got)
+	}
+}
+
+// TestProofFilesFloor writes at least 1,000 proofs per thread whatever the
+// expected rate.
+func TestProofFilesFloor(t *testing.T) {
+	set := []boundClient{{ID: "c", Token: "t", Key: dpoptest.NewKey()}}
+	base, err := writeProofFiles(filepath.Join(t.TempDir(), "p.dat"), set, "http://h/api/v1/me/", 1, time.Second, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for th := range 3 {
+		b, err := os.ReadFile(base + "." + strconv.Itoa(th))
+		if err != nil || strings.Count(string(b), "\n") != 1000 {
+			t.Errorf("thread %d: %d lines, %v; want 1000", th, strings.Count(string(b), "\n"), err)
+		}
+	}
+}
+
+// ath is the "ath" claim of a compact JWS.
+func ath(t *testing.T, proof string) string {
+	t.Helper()
+	parts := strings.Split(proof, ".")
+	if len(parts) != 3 {
+		t.Fatalf("proof %q", proof)
+	}
+	b, err := base64.RawURLEncoding.DecodeString(parts[1])
+	var c struct {
+		ATH string `json:"ath"`
+	}
+	if err != nil || json.Unmarshal(b, &c) != nil {
+		t.Fatalf("proof claims %q: %v", b, err)
+	}
+	return c.ATH
+}
