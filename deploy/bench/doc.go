@@ -7,9 +7,25 @@
 //
 //   - token:      POST /api/v1/oauth/token/ (HTTP Basic, rotating over clients)
 //   - me:         GET  /api/v1/me/ (bearer tokens, rotating over clients)
+//   - me-dpop:    GET  /api/v1/me/ with DPoP-bound tokens (Authorization:
+//     DPoP and a DPoP proof per request, RFC 9449 section 7.1)
 //   - introspect: POST /api/v1/oauth/introspect/ (each client its own token)
 //   - bare:       the ceiling's GET /bare, a fixed body as long as /me's
 //   - redis:      the ceiling's GET /redis, one EVALSHA, then the same body
+//
+// me-dpop's tokens are minted per registry size by token requests carrying
+// a proof (pkg/dpop/dpoptest keys, one per load client). Proofs are single
+// use and accepted only within 60 s of their iat (pkg/dpop DefaultWindow),
+// and wrk's Lua cannot sign them: right before its warm-up and again right
+// before its measured run, the harness signs one proof per request
+// (1.5 x the last req/s of me-dpop, else of me, x the duration; htu the
+// resourceserver's URL plus /api/v1/me/, ath of the line's token, iat now)
+// into one file per wrk thread, each thread sending each of its lines
+// once; its runs are capped at 30 s so every proof is sent while fresh.
+// After the run the replay records ({CLIENT}:dpop:*, those of the warm-up
+// deleted before it) are counted and MEMORY USAGE-sampled: the report gives
+// bytes per record and the memory they hold at the measured rate (req/s x
+// dpop.ReplayTTL, 66 s, x bytes).
 //
 // It repeats every scenario, at every registry size (the number of clients
 // in Redis), and prints a Markdown table of medians: successful requests per

@@ -37,8 +37,8 @@ const (
 	// dpopMargin multiplies the expected request count: a thread that ran
 	// out of proofs would resend its last one, a replay refused with 401.
 	dpopMargin = 1.5
-	// dpopDefaultRate is the expected req/s when me did not run before
-	// me-dpop in the repetition.
+	// dpopDefaultRate is the expected req/s when neither me-dpop nor me
+	// ran before.
 	dpopDefaultRate = 10000
 	// dpopSampled is how many replay records MEMORY USAGE samples.
 	dpopSampled = 200
@@ -234,7 +234,8 @@ func writeDPoP(w io.Writer, runs []measurement) {
 // dpopPrepare readies a me-dpop wrk run (nothing for another scenario): its
 // duration capped at dpopMaxDuration, the replay records of earlier runs
 // deleted (so that the count after it is its own), and proofs signed now
-// for its duration at 1.5 times me's last req/s, into the run's data files.
+// for its duration at dpopMargin times its own last req/s (else me's of
+// this repetition, else dpopDefaultRate), into the run's data files.
 func (s *stack) dpopPrepare(ctx context.Context, sc string, run *wrkRun, what string) error {
 	if sc != scMeDPoP {
 		return nil
@@ -246,21 +247,45 @@ func (s *stack) dpopPrepare(ctx context.Context, sc string, run *wrkRun, what st
 	if err := clearKeys(ctx, s.rdb, dpopPattern); err != nil {
 		return fmt.Errorf("clear DPoP replay records: %w", err)
 	}
-	rate := cmp.Or(s.lastRate[scMe], dpopDefaultRate)
+	rate := cmp.Or(s.lastRate[scMeDPoP], s.lastRate[scMe], dpopDefaultRate)
 	base := filepath.Join(s.dir, "me-dpop-"+what+".dat")
 	var err error
 	run.Data, err = writeProofFiles(base, s.dpopSet, s.resourceURL+run.Path, rate, run.Duration, run.Threads)
 	return err
 }
 
-// dpopMint gives s the load's bound tokens when me-dpop is to run.
+// dpopMint gives s the load's bound tokens when me-dpop is to run, and
+// probes /me with the first.
 func (s *stack) dpopMint(ctx context.Context, load []client) error {
 	if !slices.Contains(s.cfg.Scenarios, scMeDPoP) {
 		return nil
 	}
 	var err error
-	s.dpopSet, err = s.reg.boundSet(ctx, load)
-	return err
+	if s.dpopSet, err = s.reg.boundSet(ctx, load); err != nil {
+		return err
+	}
+	// One request as wrk will send it, so that a misconfiguration fails
+	// here and not as a table of errors.
+	b, uri := s.dpopSet[0], s.resourceURL+"/api/v1/me/"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, uri, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "DPoP "+b.Token)
+	req.Header.Set("DPoP", b.Key.Sign(dpoptest.Proof{Method: http.MethodGet, URI: uri, AccessToken: b.Token}))
+	resp, err := s.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("probe me-dpop: %w", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	var me struct {
+		ClientID string `json:"client_id"`
+	}
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &me) != nil || me.ClientID != b.ID {
+		return fmt.Errorf("probe me-dpop: %d %s %s", resp.StatusCode, resp.Header.Get("WWW-Authenticate"), body)
+	}
+	return nil
 }
 
 // dpopRecords counts, after a me-dpop run, the replay records it left (nil
