@@ -37,6 +37,7 @@ func TestReplicatedJourney(t *testing.T) {
 		t.Run(rt.Name(), func(t *testing.T) {
 			top := startTopologyOn(t, 1, 1, rt.URL(), testPrefix(t, rt.URL()))
 			journey(t, top)
+			dpopJourney(t, top)
 		})
 	}
 }
