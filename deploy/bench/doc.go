@@ -18,7 +18,7 @@
 // use and accepted only within 60 s of their iat (pkg/dpop DefaultWindow),
 // and wrk's Lua cannot sign them: right before its warm-up and again right
 // before its measured run, the harness signs one proof per request
-// (1.5 x the last req/s of me-dpop, else of me, x the duration; htu the
+// (2 x the larger of the last req/s of me-dpop and of me, x the duration; htu the
 // resourceserver's URL plus /api/v1/me/, ath of the line's token, iat now)
 // into one file per wrk thread, each thread sending each of its lines
 // once; its runs are capped at 30 s so every proof is sent while fresh.

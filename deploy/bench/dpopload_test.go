@@ -18,7 +18,7 @@ import (
 // and checks every line: two fields, a proof pkg/dpop verifies for GET uri
 // with its line's token (ath) and key (the token's jkt), issued now, its
 // jti used once over every file; the files together hold every line once,
-// as many as 1.5 x rate x duration.
+// as many as dpopMargin (2) x rate x duration.
 func TestProofFiles(t *testing.T) {
 	set := make([]boundClient, 3)
 	for i := range set {
@@ -30,7 +30,7 @@ func TestProofFiles(t *testing.T) {
 	}
 	const uri = "http://127.0.0.1:8081/api/v1/me/"
 	start := time.Now()
-	base, err := writeProofFiles(filepath.Join(t.TempDir(), "p.dat"), set, uri, 2000, 2*time.Second, 2)
+	base, err := writeProofFiles(filepath.Join(t.TempDir(), "p.dat"), set, uri, 1500, 2*time.Second, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestProofFiles(t *testing.T) {
 		}
 	}
 	if total != 6000 || len(jtis) != 6000 {
-		t.Errorf("%d lines, %d distinct jtis; want 6000 of each (1.5 x 2000/s x 2 s)", total, len(jtis))
+		t.Errorf("%d lines, %d distinct jtis; want 6000 of each (2 x 1500/s x 2 s)", total, len(jtis))
 	}
 	for _, b := range set {
 		if perClient[b.Token] != 2000 {
