@@ -501,10 +501,12 @@ func TestServeConfig(t *testing.T) {
 	}
 	// Every boolean variable reads as strconv.ParseBool does; anything else
 	// is a usage error naming it, never silently false.
-	for _, name := range []string{"ACCEPT_LEGACY_SECRETS", "JWKS_URL_ALLOW_HTTP", "JWKS_URL_ALLOW_PRIVATE", "REDIS_AUTOPIPELINE"} {
+	// REDIS_AUTOPIPELINE also takes auto (serveconfig.Pipelining).
+	for name, want := range map[string]string{"ACCEPT_LEGACY_SECRETS": "true or false", "JWKS_URL_ALLOW_HTTP": "true or false",
+		"JWKS_URL_ALLOW_PRIVATE": "true or false", "REDIS_AUTOPIPELINE": "auto, true or false"} {
 		bh := newHarness(t)
 		bh.env[name] = "yes"
-		if _, err := bh.run("serve", "--keys", keys); !isUsage(err) || err.Error() != name+`="yes": want true or false (or 1 or 0)` {
+		if _, err := bh.run("serve", "--keys", keys); !isUsage(err) || err.Error() != name+`="yes": want `+want+` (or 1 or 0)` {
 			t.Errorf("%s=yes: %v", name, err)
 		}
 	}
@@ -595,6 +597,11 @@ func TestServe(t *testing.T) {
 	logs := stderr.String()
 	if !strings.Contains(logs, `"msg":"token service listening"`) || strings.Contains(logs, c.ClientSecret) || strings.Contains(logs, "svc_cs_") {
 		t.Errorf("logs:\n%s", logs)
+	}
+	// One node, REDIS_AUTOPIPELINE unset: automatic pipelining on
+	// (serveconfig.Pipelining).
+	if !strings.Contains(logs, `"redis_autopipeline":true`) {
+		t.Errorf("logs do not say redis_autopipeline true:\n%s", logs)
 	}
 }
 

@@ -128,7 +128,7 @@ func serve(ctx context.Context, cfg serveConfig, env cli.Env) error {
 	rdb.AddHook(m.RedisHook())
 	trust := cfg.Trust()
 	registry := clients.NewStore(rdb, cfg.KeyPrefix, nil)
-	if cfg.AutoPipeline {
+	if cfg.AutoPipeline.On(rdb) {
 		if err := registry.UseAutoPipeline(); err != nil {
 			return err
 		}
@@ -186,7 +186,8 @@ func serve(ctx context.Context, cfg serveConfig, env cli.Env) error {
 		logger.Warn("redis does not answer yet; requests get 503 until it does", "err", err)
 	}
 	addr := g.Addr(httpserver.API)
-	logger.Info("token service listening", "addr", addr.String(), "issuer", cfg.Issuer, "signing_kid", keys.SigningKeyID())
+	logger.Info("token service listening", "addr", addr.String(), "issuer", cfg.Issuer, "signing_kid", keys.SigningKeyID(),
+		"redis_autopipeline", cfg.AutoPipeline.On(rdb))
 	fmt.Fprintf(env.Stdout, "authserver listening on http://%s\n", addr)
 	if aaddr != nil {
 		logger.Info("admin API listening", "addr", aaddr.String())

@@ -215,7 +215,7 @@ func TestRunErrors(t *testing.T) {
 				`trusted proxy "bad"`, `log level "loud"`, `--base-url (BASE_URL) "nope"`},
 		},
 		{"boolean variable, not a boolean", []string{"resourceserver", "serve"}, map[string]string{"REDIS_AUTOPIPELINE": "yes"},
-			[]string{`REDIS_AUTOPIPELINE="yes": want true or false (or 1 or 0)`}},
+			[]string{`REDIS_AUTOPIPELINE="yes": want auto, true or false (or 1 or 0)`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -52,6 +52,19 @@ func describeTopology(cfg config) string {
 		cfg.RedisCluster*(1+cfg.RedisClusterReplicas))
 }
 
+// describePipelining says whether the servers pipelined their scripts:
+// REDIS_AUTOPIPELINE as given, or unset and what their default (auto) did
+// on this topology.
+func describePipelining(cfg config) string {
+	if !cfg.AutoPipeline.Auto() {
+		return "REDIS_AUTOPIPELINE=" + cfg.AutoPipeline.String()
+	}
+	if cfg.RedisCluster == 0 {
+		return "REDIS_AUTOPIPELINE unset (auto: on with one node)"
+	}
+	return "REDIS_AUTOPIPELINE unset (auto: off on a Cluster)"
+}
+
 func plural(n int, one, many string) string {
 	if n == 1 {
 		return "1 " + one

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/partnerapi/authplatform/pkg/serveconfig"
 )
 
 // config is the harness's configuration, from flags.
@@ -40,9 +42,11 @@ type config struct {
 	// LogLevel is the servers' LOG_LEVEL ("": their default, info); their
 	// logs go to files in the work directory.
 	LogLevel string
-	// AutoPipeline is both servers' REDIS_AUTOPIPELINE, given explicitly
-	// (false, their default, unless --autopipeline).
-	AutoPipeline bool
+	// AutoPipeline is both servers' REDIS_AUTOPIPELINE: --autopipeline's
+	// value, not given to them when auto (their default: on with one
+	// node, off on a Cluster), so that binaries of before the setting had
+	// auto can be measured too.
+	AutoPipeline serveconfig.Pipelining
 	// RedisCluster is the number of primaries of a Redis Cluster to run
 	// instead of the single redis-server (0: the single node), each with
 	// RedisClusterReplicas replicas.
@@ -89,7 +93,7 @@ func parseConfig(args []string) (config, error) {
 	fs.StringVar(&cfg.AuthserverBin, "authserver-bin", "", "prebuilt authserver to measure (default: build ./authserver)")
 	fs.StringVar(&cfg.ResourceserverBin, "resourceserver-bin", "", "prebuilt resourceserver to measure (default: build ./resourceserver)")
 	fs.StringVar(&cfg.LogLevel, "log-level", "", "the servers' LOG_LEVEL (default: theirs, info)")
-	fs.BoolVar(&cfg.AutoPipeline, "autopipeline", false, "run both servers with REDIS_AUTOPIPELINE=true (the per-request scripts automatically pipelined)")
+	fs.Var(&cfg.AutoPipeline, "autopipeline", "both servers' REDIS_AUTOPIPELINE: auto (their default: on with one node, off on a Cluster), true or false; alone: true")
 	fs.IntVar(&cfg.RedisCluster, "redis-cluster", 0, "run a Redis Cluster of this many primaries instead of one redis-server (0: one node)")
 	fs.IntVar(&cfg.RedisClusterReplicas, "redis-cluster-replicas", 0, "replicas per primary of --redis-cluster")
 	fs.BoolVar(&cfg.Install, "install", false, "apt-get install wrk and redis-server when missing")

@@ -35,7 +35,7 @@
 //
 //	go run ./deploy/bench [--concurrency 64] [--duration 20s] [--reps 3]
 //	                      [--clients 1,100000] [--out FILE] [--quick]
-//	                      [--autopipeline] [--redis-cluster N [--redis-cluster-replicas R]]
+//	                      [--autopipeline[=auto|true|false]] [--redis-cluster N [--redis-cluster-replicas R]]
 //	                      [--hydra-bin PATH]
 //
 // --redis-cluster N runs a Redis Cluster of N primaries instead of the one

@@ -84,7 +84,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Sprintf("Load: wrk, %d connections over %d threads, %s per run after %s of warm-up, %d repetition(s), interleaved; spread over up to %s clients (tokens fetched beforehand)",
 			cfg.Concurrency, cfg.Threads, wholeSeconds(cfg.Duration), wholeSeconds(cfg.Warmup), cfg.Reps, fmtInt(int64(cfg.LoadClients))),
 		"Command: " + commandLine(args),
-		"Servers: authserver, resourceserver and ceiling as separate processes on 127.0.0.1, LOG_LEVEL=" + cmp.Or(cfg.LogLevel, "(default: info)") + ", REDIS_AUTOPIPELINE=" + strconv.FormatBool(cfg.AutoPipeline) + ", logs to files; " + describeTopology(cfg) + "; wrk on the same machine",
+		"Servers: authserver, resourceserver and ceiling as separate processes on 127.0.0.1, LOG_LEVEL=" + cmp.Or(cfg.LogLevel, "(default: info)") + ", " + describePipelining(cfg) + ", logs to files; " + describeTopology(cfg) + "; wrk on the same machine",
 	}}
 	if cfg.RedisCluster > 0 {
 		for _, n := range st.redisNodes {
@@ -276,8 +276,10 @@ func (s *stack) start(ctx context.Context) error {
 	// Each server's metrics listener on a free port: served as in
 	// production, never in the way of another run's; no admin API (its
 	// default port would be).
-	env := []string{"REDIS_URL=" + s.redisURL, "METRICS_ADDR=127.0.0.1:0", "ADMIN_ADDR=off",
-		"REDIS_AUTOPIPELINE=" + strconv.FormatBool(s.cfg.AutoPipeline)}
+	env := []string{"REDIS_URL=" + s.redisURL, "METRICS_ADDR=127.0.0.1:0", "ADMIN_ADDR=off"}
+	if !s.cfg.AutoPipeline.Auto() {
+		env = append(env, "REDIS_AUTOPIPELINE="+s.cfg.AutoPipeline.String())
+	}
 	if s.cfg.LogLevel != "" {
 		env = append(env, "LOG_LEVEL="+s.cfg.LogLevel)
 	}

@@ -80,6 +80,18 @@ func (f *EnvFlags) Duration(p *time.Duration, name, env string, def time.Duratio
 	f.FS.Var(v, name, usage+" (env "+env+")")
 }
 
+// Var declares --name as v, set first from the variable env when it is
+// not empty; a value v refuses there is reported by Err. The usage gets
+// " (env ENV)".
+func (f *EnvFlags) Var(v flag.Value, name, env, usage string) {
+	if s := f.Getenv(env); s != "" {
+		if err := v.Set(s); err != nil {
+			f.errs = append(f.errs, Usagef("%s=%q: %v", env, s, err))
+		}
+	}
+	f.FS.Var(v, name, usage+" (env "+env+")")
+}
+
 // durationFlag is a flag.Value whose parse error says how to write one.
 type durationFlag struct {
 	p         *time.Duration

@@ -15,8 +15,9 @@ import (
 // redis.UniversalClient's AutoPipelineWithOptions, with
 // redisconn.AutoPipelineOptions): concurrent requests' scripts share one
 // write and one read on a connection, instead of one each, which costs the
-// server a third of the client CPU per script (README: REDIS_AUTOPIPELINE,
-// off by default). Operator changes keep the plain client: they wait for
+// server a third of the client CPU per script (README: REDIS_AUTOPIPELINE;
+// by default on with one node or Sentinel, off on a Cluster:
+// serveconfig.Pipelining says why). Operator changes keep the plain client: they wait for
 // replicas one by one. Call it before the Store is used; the pipeliner
 // closes with the client.
 //

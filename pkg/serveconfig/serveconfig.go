@@ -17,13 +17,6 @@ import (
 	"github.com/partnerapi/authplatform/pkg/redisconn"
 )
 
-// DefaultAutoPipeline is --redis-autopipeline's default
-// (REDIS_AUTOPIPELINE unset), for both servers: off, until every failure
-// suite passes with it on (README: REDIS_AUTOPIPELINE says which does not;
-// what go-redis's experimental feature is relied on for:
-// clients.Store.UseAutoPipeline).
-const DefaultAutoPipeline = false
-
 // Defaults are a binary's own defaults of the shared flags.
 type Defaults struct {
 	Addr        string // the API
@@ -48,10 +41,10 @@ type Config struct {
 	TrustedProxies string // --trusted-proxies, TRUSTED_PROXIES: comma-separated CIDRs or addresses
 	LogLevel       string // --log-level, LOG_LEVEL: debug, info, warn or error
 	MaxConns       int    // --max-conns, MAX_CONNS: connections served at once (0: from the open file limit)
-	// AutoPipeline: --redis-autopipeline, REDIS_AUTOPIPELINE: send the
-	// per-request scripts through go-redis's automatic pipelining
-	// (clients.Store.UseAutoPipeline).
-	AutoPipeline bool
+	// AutoPipeline: --redis-autopipeline, REDIS_AUTOPIPELINE: whether to
+	// send the per-request scripts through go-redis's automatic pipelining
+	// (auto by default: see Pipelining).
+	AutoPipeline Pipelining
 	// DPoPNonces: --dpop-nonces, DPOP_NONCES: require a server nonce in
 	// every DPoP proof (RFC 9449 sections 8 and 9), at the token endpoint
 	// and at both APIs alike, from the secret every replica shares in
@@ -72,8 +65,8 @@ func (c *Config) Declare(f *cli.EnvFlags, d Defaults) {
 	f.String(&c.TrustedProxies, "trusted-proxies", "TRUSTED_PROXIES", "", "comma-separated CIDRs of trusted reverse proxies, whose forwarded headers count")
 	f.String(&c.LogLevel, "log-level", "LOG_LEVEL", "info", "debug, info, warn or error")
 	f.Int(&c.MaxConns, "max-conns", "MAX_CONNS", 0, "connections served at once; 0: from the open file limit")
-	f.Bool(&c.AutoPipeline, "redis-autopipeline", "REDIS_AUTOPIPELINE", DefaultAutoPipeline,
-		"send the per-request Redis scripts through go-redis's automatic pipelining")
+	f.Var(&c.AutoPipeline, "redis-autopipeline", "REDIS_AUTOPIPELINE",
+		"send the per-request Redis scripts through go-redis's automatic pipelining: auto (on with one node or Sentinel, off on a Cluster), true or false")
 	f.Bool(&c.DPoPNonces, "dpop-nonces", "DPOP_NONCES", false,
 		"require a server nonce (DPoP-Nonce) in every DPoP proof, shared by every replica through Redis")
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/partnerapi/authplatform/pkg/cli"
 	"github.com/partnerapi/authplatform/pkg/redisconn"
 	"github.com/partnerapi/authplatform/pkg/serveconfig"
@@ -35,7 +37,7 @@ func parse(t *testing.T, env map[string]string, args ...string) (serveconfig.Con
 func TestDeclare(t *testing.T) {
 	c, err := parse(t, nil)
 	want := serveconfig.Config{Addr: ":8081", MetricsAddr: "127.0.0.1:9081", Issuer: "http://localhost:8080", Audience: "partner-api",
-		RedisURL: redisconn.DefaultURL, LogLevel: "info", AutoPipeline: serveconfig.DefaultAutoPipeline}
+		RedisURL: redisconn.DefaultURL, LogLevel: "info"}
 	if err != nil || c != want {
 		t.Errorf("defaults: %+v %v\nwant %+v", c, err, want)
 	}
@@ -43,25 +45,30 @@ func TestDeclare(t *testing.T) {
 		"REDIS_KEY_PREFIX": "p:", "TRUSTED_PROXIES": "10.0.0.0/8", "LOG_LEVEL": "warn", "MAX_CONNS": "9", "REDIS_AUTOPIPELINE": "1", "DPOP_NONCES": "true"}
 	c, err = parse(t, env, "--addr", ":2", "--redis-url", "redis://flag:1/0")
 	want = serveconfig.Config{Addr: ":2", MetricsAddr: "off", Issuer: "https://i", Audience: "a", RedisURL: "redis://flag:1/0", KeyPrefix: "p:",
-		TrustedProxies: "10.0.0.0/8", LogLevel: "warn", MaxConns: 9, AutoPipeline: true, DPoPNonces: true}
+		TrustedProxies: "10.0.0.0/8", LogLevel: "warn", MaxConns: 9, AutoPipeline: serveconfig.PipeliningOn, DPoPNonces: true}
 	if err != nil || c != want {
 		t.Errorf("environment and flags: %+v %v\nwant %+v", c, err, want)
 	}
 	if len(c.Problems()) != 0 {
 		t.Errorf("problems: %v", c.Problems())
 	}
-	for _, v := range []string{"TRUE", "true", "t"} {
-		if c, err := parse(t, map[string]string{"REDIS_AUTOPIPELINE": v}); err != nil || !c.AutoPipeline {
-			t.Errorf("REDIS_AUTOPIPELINE=%s: %v %v", v, c.AutoPipeline, err)
+	for v, want := range map[string]serveconfig.Pipelining{"TRUE": serveconfig.PipeliningOn, "t": serveconfig.PipeliningOn,
+		"FALSE": serveconfig.PipeliningOff, "0": serveconfig.PipeliningOff, "auto": {}} {
+		if c, err := parse(t, map[string]string{"REDIS_AUTOPIPELINE": v}); err != nil || c.AutoPipeline != want {
+			t.Errorf("REDIS_AUTOPIPELINE=%s: %v %v, want %v", v, c.AutoPipeline.String(), err, want.String())
 		}
 	}
-	for _, v := range []string{"FALSE", "false", "0"} {
-		if c, err := parse(t, map[string]string{"REDIS_AUTOPIPELINE": v}); err != nil || c.AutoPipeline {
-			t.Errorf("REDIS_AUTOPIPELINE=%s: %v %v", v, c.AutoPipeline, err)
+	for _, args := range [][]string{{"--redis-autopipeline=false"}, {"--redis-autopipeline", "--redis-autopipeline=0"}} {
+		if c, err := parse(t, map[string]string{"REDIS_AUTOPIPELINE": "true"}, args...); err != nil || c.AutoPipeline != serveconfig.PipeliningOff {
+			t.Errorf("%v over REDIS_AUTOPIPELINE=true: %v %v", args, c.AutoPipeline.String(), err)
 		}
 	}
-	if c, err := parse(t, nil, "--redis-autopipeline=false"); err != nil || c.AutoPipeline {
-		t.Errorf("--redis-autopipeline=false: %v %v", c.AutoPipeline, err)
+	if c, err := parse(t, map[string]string{"REDIS_AUTOPIPELINE": "false"}, "--redis-autopipeline"); err != nil || c.AutoPipeline != serveconfig.PipeliningOn {
+		t.Errorf("bare --redis-autopipeline over REDIS_AUTOPIPELINE=false: %v %v", c.AutoPipeline.String(), err)
+	}
+	if _, err := parse(t, map[string]string{"REDIS_AUTOPIPELINE": "yes"}); err == nil ||
+		err.Error() != `REDIS_AUTOPIPELINE="yes": want auto, true or false (or 1 or 0)` {
+		t.Errorf("REDIS_AUTOPIPELINE=yes: %v", err)
 	}
 	if c, err := parse(t, map[string]string{"DPOP_NONCES": "true"}, "--dpop-nonces=false"); err != nil || c.DPoPNonces {
 		t.Errorf("--dpop-nonces=false over DPOP_NONCES=true: %v %v", c.DPoPNonces, err)
@@ -71,7 +78,7 @@ func TestDeclare(t *testing.T) {
 	}
 	var u cli.UsageError
 	if _, err := parse(t, map[string]string{"REDIS_AUTOPIPELINE": "yes", "MAX_CONNS": "many"}); !errors.As(err, &u) ||
-		err.Error() != `MAX_CONNS="many": want a whole number; REDIS_AUTOPIPELINE="yes": want true or false (or 1 or 0)` {
+		err.Error() != `MAX_CONNS="many": want a whole number; REDIS_AUTOPIPELINE="yes": want auto, true or false (or 1 or 0)` {
 		t.Errorf("invalid environment: %v", err)
 	}
 }
@@ -94,5 +101,29 @@ func TestProblems(t *testing.T) {
 	}
 	if n := len(c.Problems()); n != 8 {
 		t.Errorf("%d problems, want 8:\n%s", n, got)
+	}
+}
+
+// Automatic pipelining, auto: on with one node and on a Sentinel-managed
+// primary, off on a Cluster; true and false as set, on every topology.
+func TestPipeliningOn(t *testing.T) {
+	single := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	sentinel := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: "m", SentinelAddrs: []string{"127.0.0.1:1"}})
+	cluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})
+	for _, c := range []io.Closer{single, sentinel, cluster} {
+		t.Cleanup(func() { c.Close() })
+	}
+	for _, tc := range []struct {
+		p                         serveconfig.Pipelining
+		single, sentinel, cluster bool
+	}{
+		{serveconfig.Pipelining{}, true, true, false},
+		{serveconfig.PipeliningOn, true, true, true},
+		{serveconfig.PipeliningOff, false, false, false},
+	} {
+		got := [3]bool{tc.p.On(single), tc.p.On(sentinel), tc.p.On(cluster)}
+		if want := [3]bool{tc.single, tc.sentinel, tc.cluster}; got != want {
+			t.Errorf("%s: on (single, sentinel, cluster) %v, want %v", tc.p.String(), got, want)
+		}
 	}
 }

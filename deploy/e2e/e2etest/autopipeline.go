@@ -4,36 +4,37 @@ import (
 	"os"
 	"testing"
 
-	"github.com/partnerapi/authplatform/pkg/cli"
+	"github.com/redis/go-redis/v9"
+
 	"github.com/partnerapi/authplatform/pkg/serveconfig"
 )
 
 // AutoPipelineEnv is the variable that sets both servers' automatic
-// pipelining (README: REDIS_AUTOPIPELINE, off by default). The suites read
-// it from their own environment, so that one command runs them all with
-// it on or off (the default):
+// pipelining (README: REDIS_AUTOPIPELINE; unset, auto: on with one node or
+// Sentinel, off on a Cluster). The suites read it from their own
+// environment, so that one command runs them all with it on, off or at the
+// default:
 //
-//	LONG_TESTS=1 REDIS_AUTOPIPELINE=true go test -run TestFailover ./deploy/e2e/topology
+//	LONG_TESTS=1 REDIS_AUTOPIPELINE=false go test -run TestFailover ./deploy/e2e/topology
 //
 // NewServers follows it (AutoPipeline), and BaseEnv hands it to the
 // processes.
 const AutoPipelineEnv = "REDIS_AUTOPIPELINE"
 
 // AutoPipeline reports whether the servers of this run pipeline their
-// per-request scripts, read as the servers read it (cli.EnvBool, default
-// serveconfig.DefaultAutoPipeline); a value they would refuse fails the
-// test.
-func AutoPipeline(t testing.TB) bool {
+// per-request scripts on rdb, read as the servers read it
+// (serveconfig.Pipelining); a value they would refuse fails the test.
+func AutoPipeline(t testing.TB, rdb redis.UniversalClient) bool {
 	t.Helper()
-	on, err := cli.EnvBool(os.Getenv, AutoPipelineEnv, serveconfig.DefaultAutoPipeline)
+	p, err := serveconfig.ParsePipelining(os.Getenv(AutoPipelineEnv))
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s: %v", AutoPipelineEnv, err)
 	}
-	return on
+	return p.On(rdb)
 }
 
 // autoPipelineEnv is the entry BaseEnv gives every process: the test's own
-// value, which the servers read (and refuse if it is not a boolean), or
+// value, which the servers read (and refuse if it is not auto or a boolean), or
 // none for their default.
 func autoPipelineEnv() []string {
 	if v := os.Getenv(AutoPipelineEnv); v != "" {

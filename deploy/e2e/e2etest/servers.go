@@ -58,8 +58,8 @@ type Servers struct {
 }
 
 // NewServers wires both servers as deploy/local does, their per-request
-// scripts automatically pipelined as the servers' are by default
-// unless REDIS_AUTOPIPELINE=false (AutoPipeline).
+// scripts automatically pipelined when the servers' would be on the same
+// Redis with the test's REDIS_AUTOPIPELINE (AutoPipeline).
 func NewServers(t testing.TB, cfg Config) *Servers {
 	t.Helper()
 	if cfg.APIRedis == nil {
@@ -84,9 +84,12 @@ func NewServers(t testing.TB, cfg Config) *Servers {
 		}
 	}
 	apiStore := clients.NewStore(cfg.APIRedis, cfg.KeyPrefix, nil)
-	if AutoPipeline(t) {
-		for _, store := range []*clients.Store{s.Store, apiStore} {
-			if err := store.UseAutoPipeline(); err != nil {
+	for _, store := range []struct {
+		s   *clients.Store
+		rdb redis.UniversalClient
+	}{{s.Store, cfg.AuthRedis}, {apiStore, cfg.APIRedis}} {
+		if AutoPipeline(t, store.rdb) {
+			if err := store.s.UseAutoPipeline(); err != nil {
 				t.Fatal(err)
 			}
 		}

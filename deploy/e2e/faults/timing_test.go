@@ -44,10 +44,23 @@ func (l *commandLog) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 	}
 }
 
+// take returns the commands logged since the last take, without the
+// handshake of a connection dialled meanwhile (HELLO, CLIENT SETINFO):
+// that is the connection's cost, not the path's, and which request meets
+// a new connection depends on the pool (with automatic pipelining, the
+// pipeliner's own pool dials when its first batch goes out).
 func (l *commandLog) take() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := strings.Join(l.cmds, " ")
+	kept := l.cmds[:0]
+	for _, c := range l.cmds {
+		switch strings.TrimPrefix(c, "pipeline:") {
+		case "hello", "client":
+		default:
+			kept = append(kept, c)
+		}
+	}
+	out := strings.Join(kept, " ")
 	l.cmds = nil
 	return out
 }

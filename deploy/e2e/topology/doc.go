@@ -35,9 +35,10 @@
 //
 // The quick tests run in parallel, each on Redis of its own or under a key
 // prefix of its own on the shared Cluster and Sentinel group; the long ones
-// run alone, before them. REDIS_AUTOPIPELINE=true in the test's
-// environment runs the servers with their per-request scripts
-// automatically pipelined (deploy/e2e/e2etest.AutoPipeline).
+// run alone, before them. The servers pipeline their per-request scripts
+// as they do by default (on with Sentinel, off on a Cluster);
+// REDIS_AUTOPIPELINE=true or false in the test's environment sets both
+// topologies alike (deploy/e2e/e2etest.AutoPipeline).
 //
 // The tests need redis-server and caddy (and prometheus for TestMetrics). Under CI=true a missing one is a
 // failure; otherwise the test is skipped. go test -short skips it too.
