@@ -80,6 +80,7 @@ func otherPrimary(t *testing.T, c *redistest.Cluster, p *redistest.Server) *redi
 // the command budget (issue 27 point 12), the request held through the
 // window failed after 1.5 s with TRYAGAIN.
 func TestSlotMoveSplitKeys(t *testing.T) {
+	t.Parallel()
 	c := redistest.StartCluster(t)
 	for i, pipelined := range []bool{false, true} {
 		name := map[bool]string{false: "plain", true: "pipelined"}[pipelined]

@@ -33,6 +33,7 @@ func TestMain(m *testing.M) { os.Exit(redistest.RunMain(m)) }
 // behave alike. On the replicated ones every change waits for a replica,
 // as the servers' REDIS_URL makes it by default there.
 func TestStore(t *testing.T) {
+	t.Parallel()
 	for _, b := range redistest.AllBackends(t) {
 		t.Run(b.Name, func(t *testing.T) {
 			conf, err := redisconn.ConfirmationOf(b.URL)

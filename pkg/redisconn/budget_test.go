@@ -24,6 +24,7 @@ const budgetSlack = 700 * time.Millisecond
 // command budget (a read, a pool wait and a retry included), and the client
 // must work again once the node is continued.
 func TestBudgetFrozenNode(t *testing.T) {
+	t.Parallel()
 	s := redistest.StartServer(t)
 	rdb := open(t, s.URL())
 	ctx := t.Context()
@@ -74,6 +75,7 @@ func TestBudgetFrozenNode(t *testing.T) {
 // one) must all fail within the budget, and work again once the node is
 // continued.
 func TestBudgetAutoPipelinedBatch(t *testing.T) {
+	t.Parallel()
 	s := redistest.StartServer(t)
 	rdb := open(t, s.URL())
 	ap, err := rdb.AutoPipelineWithOptions(redisconn.AutoPipelineOptions())
@@ -132,6 +134,7 @@ var twoKeys = redis.NewScript(`return redis.call('GET', KEYS[1])`)
 // the budget, not hold the caller; through RetryMoving, at the caller's
 // deadline, past the command budget.
 func TestClusterTryAgain(t *testing.T) {
+	t.Parallel()
 	c := redistest.StartCluster(t)
 	rdb := open(t, c.URL())
 	ctx := t.Context()
@@ -256,6 +259,7 @@ func TestClusterTryAgain(t *testing.T) {
 // request is better answered 503 soon); a command outside RetryMoving is
 // tried again within the command budget too.
 func TestRetryMovingClusterDown(t *testing.T) {
+	t.Parallel()
 	n := redistest.StartUnassignedNode(t)
 	rdb := open(t, n.URL())
 	for _, what := range []string{"RetryMoving", "command"} {
