@@ -15,10 +15,13 @@ const (
 	SecretPrefix   = "svc_cs_"
 )
 
-var (
-	idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
-	clientIDRE = regexp.MustCompile(`^svc_[a-z2-7]{24}$`)
-)
+// idAlphabet is the alphabet of client ids (lower-case RFC 4648 base32).
+const idAlphabet = "abcdefghijklmnopqrstuvwxyz234567"
+
+// clientIDLen is the number of base32 characters after ClientIDPrefix.
+const clientIDLen = 24
+
+var idEncoding = base32.NewEncoding(idAlphabet).WithPadding(base32.NoPadding)
 
 // NewClientID returns "svc_" and 24 base32 characters (120 random bits).
 func NewClientID() string {
@@ -54,7 +57,32 @@ const (
 // base62 is the alphabet of secrets and of their checksum, in digit order.
 const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
-var secretRE = regexp.MustCompile(`^` + SecretPattern + `$`)
+// Membership tables of the two alphabets, for formed.
+var idChars, base62Chars = charTable(idAlphabet), charTable(base62)
+
+func charTable(alphabet string) (t [256]bool) {
+	for i := range len(alphabet) {
+		t[alphabet[i]] = true
+	}
+	return t
+}
+
+// formed reports whether s is prefix followed by exactly n characters of
+// the alphabet in table: what `^svc_[a-z2-7]{24}$` and `^`+SecretPattern+`$`
+// say (TestFormedMatchesPatterns), checked byte by byte because both run
+// on every token and introspection request, where the regexp engine took
+// 2% of a token request's CPU (profile of 2026-11-26, deploy/bench/PROFILES.md).
+func formed(s, prefix string, n int, table *[256]bool) bool {
+	if len(s) != len(prefix)+n || s[:len(prefix)] != prefix {
+		return false
+	}
+	for i := len(prefix); i < len(s); i++ {
+		if !table[s[i]] {
+			return false
+		}
+	}
+	return true
+}
 
 // NewSecret returns a new client secret: "svc_cs_", 37 random base62
 // characters (220 random bits, from crypto/rand, each character uniform)
@@ -92,7 +120,7 @@ func secretChecksum(random string) string {
 // client up. Secrets issued before checksums were introduced fail it (see
 // LegacySecret).
 func ValidSecret(s string) bool {
-	if len(s) != SecretLen || !secretRE.MatchString(s) {
+	if !formed(s, SecretPrefix, SecretRandomLen+SecretChecksumLen, &base62Chars) {
 		return false
 	}
 	body := s[len(SecretPrefix):]
@@ -109,7 +137,7 @@ var legacySecretRE = regexp.MustCompile(`^svc_cs_[A-Za-z0-9_-]{43}$`)
 func LegacySecret(s string) bool { return legacySecretRE.MatchString(s) }
 
 // ValidClientID reports whether id has the form of a client id.
-func ValidClientID(id string) bool { return clientIDRE.MatchString(id) }
+func ValidClientID(id string) bool { return formed(id, ClientIDPrefix, clientIDLen, &idChars) }
 
 // Digest is the stored form of a secret: its SHA-256.
 type Digest [sha256.Size]byte
