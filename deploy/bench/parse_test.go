@@ -270,3 +270,32 @@ func TestReportHydra(t *testing.T) {
 		}
 	}
 }
+
+// TestHydraTargets: issue 28's ratios to Ory Hydra (tokens at least 30x,
+// introspection 6x) are targets, and Hydra's own errors do not count
+// against ours.
+func TestHydraTargets(t *testing.T) {
+	ss := []summary{
+		{Scenario: scToken, Size: 1000, Throughput: 18000, VsHydra: 31},
+		{Scenario: scHydraToken, Size: 1000, Throughput: 580, Non2xx: 1},
+		{Scenario: scIntrospect, Size: 1000, Throughput: 27000, VsHydra: 5.9},
+		{Scenario: scHydraIntrospect, Size: 1000, Throughput: 4500, SocketErrors: 2},
+	}
+	rows := map[string]target{}
+	for _, tg := range evaluate(ss, []int{1000}, 1000) {
+		rows[tg.What] = tg
+	}
+	for what, want := range map[string]struct {
+		limit string
+		pass  bool
+	}{
+		"token req/s vs Hydra":                                  {">= 30x", true},
+		"introspect req/s vs Hydra":                             {">= 6x", false},
+		"every request succeeded (no non-2xx, no socket error)": {"0", true},
+	} {
+		got, ok := rows[what]
+		if !ok || got.Limit != want.limit || got.Pass != want.pass || got.Info {
+			t.Errorf("%s: %+v, want limit %s, pass %t", what, got, want.limit, want.pass)
+		}
+	}
+}
