@@ -245,12 +245,6 @@ func scriptsOnly(cmds []redis.Cmder) bool {
 	return len(cmds) > 0
 }
 
-// bound returns ctx with the budget's deadline, or ctx as it is when its
-// own deadline comes sooner.
-func (b budget) bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	return within(ctx, b.d)
-}
-
 // within returns ctx with a deadline d from now, or ctx as it is when its
 // own deadline comes sooner.
 func within(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
