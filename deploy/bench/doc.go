@@ -61,8 +61,8 @@
 //     no client authentication, where ours authenticates the caller)
 //
 // The report then compares token and introspection side by side (req/s,
-// median of per-repetition ratios, CPU per request) and checks issue 22's
-// "introspection at least 8x Hydra's req/s".
+// median of per-repetition ratios, CPU per request) and checks issue 28's
+// "tokens at least 30x and introspection at least 6x Hydra's req/s".
 //
 // The report also lists every run with its "machine share", the fraction
 // of the machine's CPU that the server, Redis and wrk got: on a shared

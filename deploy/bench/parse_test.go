@@ -254,11 +254,11 @@ func TestReportHydra(t *testing.T) {
 		}
 	}
 	targets := section(out, "## Targets", "## Every run")
-	if row := findRow(targets, "introspect req/s vs Hydra", "1,000"); row == nil || row[2] != "7.0x (20,000 vs 2,000 req/s)" || row[3] != ">= 8x" || row[4] != "MISS" {
-		t.Errorf("introspect vs Hydra target = %q, want 7.0x, >= 8x, MISS:\n%s", row, targets)
+	if row := findRow(targets, "introspect req/s vs Hydra", "1,000"); row == nil || row[2] != "7.0x (20,000 vs 2,000 req/s)" || row[3] != ">= 6x" || row[4] != "PASS" {
+		t.Errorf("introspect vs Hydra target = %q, want 7.0x, >= 6x, PASS:\n%s", row, targets)
 	}
-	if row := findRow(targets, "token req/s vs Hydra", "1,000"); row == nil || row[2] != "20.0x (6,000 vs 300 req/s)" || row[4] != "info (not a target)" {
-		t.Errorf("token vs Hydra row = %q, want 20.0x for information:\n%s", row, targets)
+	if row := findRow(targets, "token req/s vs Hydra", "1,000"); row == nil || row[2] != "20.0x (6,000 vs 300 req/s)" || row[3] != ">= 30x" || row[4] != "MISS" {
+		t.Errorf("token vs Hydra target = %q, want 20.0x, >= 30x, MISS:\n%s", row, targets)
 	}
 	results := section(out, "## Results", "## Side by side")
 	for _, sc := range []string{scHydraToken, scHydraIntrospect} {

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/partnerapi/authplatform/pkg/redistest"
 )
 
 // tool is an external program the harness runs and the Debian package
@@ -105,15 +107,9 @@ func build(ctx context.Context, cfg config, dir string) (binaries, error) {
 	return bin, nil
 }
 
-// freePort returns a TCP port free on 127.0.0.1 at the time of the call.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
+// freePort returns a TCP port free on 127.0.0.1 at the time of the call,
+// out of the kernel's ephemeral range (redistest.LoopbackPort says why).
+func freePort() (int, error) { return redistest.LoopbackPort() }
 
 // process is a child process whose output goes to a log file.
 type process struct {

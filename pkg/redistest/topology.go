@@ -2,10 +2,7 @@ package redistest
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"runtime"
@@ -63,38 +60,6 @@ func requireBinary(t testing.TB, name string) {
 		}
 		t.Skipf("redistest: %s is not installed: %v", name, err)
 	}
-}
-
-// ClusterPort returns a loopback port below 55535 such that it and its
-// cluster bus port (port + 10000) are both free: Redis refuses a node whose
-// bus port would pass 65535. The load harness (deploy/bench) starts its
-// Cluster nodes on such ports too.
-func ClusterPort() (int, error) {
-	for range 200 {
-		p := 20000 + rand.IntN(25000)
-		if portFree(p) && portFree(p+10000) {
-			return p, nil
-		}
-	}
-	return 0, errors.New("redistest: no free port pair for a cluster node")
-}
-
-func clusterPort(t testing.TB) int {
-	t.Helper()
-	p, err := ClusterPort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-func portFree(p int) bool {
-	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
-	if err != nil {
-		return false
-	}
-	_ = l.Close()
-	return true
 }
 
 // infoField reads one field of INFO section from a node ("" when the node
