@@ -16,7 +16,7 @@ import (
 // redisconn.AutoPipelineOptions): concurrent requests' scripts share one
 // write and one read on a connection, instead of one each, which costs the
 // server a third of the client CPU per script (README: REDIS_AUTOPIPELINE;
-// by default on with one node or Sentinel, off on a Cluster:
+// by default on with one node, off with Sentinel and on a Cluster:
 // serveconfig.Pipelining says why). Operator changes keep the plain client: they wait for
 // replicas one by one. Call it before the Store is used; the pipeliner
 // closes with the client.

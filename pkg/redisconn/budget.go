@@ -84,6 +84,11 @@ func (b budget) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			defer cancel()
 			return next(ctx, cmd)
 		}
+		// Not a try of RetryMoving: the budget is this command's deadline,
+		// set here (retryMoving only carries its window's end as a mark,
+		// which a hook further in would read, not this one).
+		ctx, cancel := within(ctx, b.d)
+		defer cancel()
 		err := retryMoving(ctx, b.d, b.d, func(ctx context.Context) error {
 			cmd.SetErr(nil)
 			return next(ctx, cmd)

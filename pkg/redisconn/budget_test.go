@@ -58,11 +58,27 @@ func TestBudgetFrozenNode(t *testing.T) {
 	t.Logf("frozen node: %d GETs failed after %v to %v: %v", n, slices.Min(took), slices.Max(took), errs[0])
 	s.Thaw()
 	testwait.Eventually(t, 5*time.Second, "a GET after the thaw", func() bool { return rdb.Get(ctx, "budget").Err() == nil })
+	// The budget bounds go-redis's own retries too: with max_retries=4
+	// (five reads of ReadTimeout, 1 s, without it) a GET still fails
+	// within the budget.
+	retrying := open(t, s.URL()+"?max_retries=4")
+	if err := retrying.Get(ctx, "budget").Err(); err != nil {
+		t.Fatal(err)
+	}
+	s.Freeze()
+	start := time.Now()
+	if err := retrying.Get(ctx, "budget").Err(); err == nil || time.Since(start) > redisconn.DefaultCommandBudget+budgetSlack {
+		t.Errorf("GET with max_retries=4 on a frozen node: %v after %v, want an error within %v", err, time.Since(start), redisconn.DefaultCommandBudget)
+	} else {
+		t.Logf("max_retries=4: failed after %v: %v", time.Since(start), err)
+	}
+	s.Thaw()
+	testwait.Eventually(t, 5*time.Second, "a GET after the second thaw", func() bool { return rdb.Get(ctx, "budget").Err() == nil })
 	// A caller's shorter deadline is kept.
 	s.Freeze()
 	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
-	start := time.Now()
+	start = time.Now()
 	if err := rdb.Get(short, "budget").Err(); err == nil || time.Since(start) > 200*time.Millisecond+budgetSlack {
 		t.Errorf("GET with a 200 ms deadline on a frozen node: %v after %v", err, time.Since(start))
 	}

@@ -104,8 +104,8 @@ func TestProblems(t *testing.T) {
 	}
 }
 
-// Automatic pipelining, auto: on with one node and on a Sentinel-managed
-// primary, off on a Cluster; true and false as set, on every topology.
+// Automatic pipelining, auto: on with one node, off with a Sentinel-managed
+// primary and on a Cluster; true and false as set, on every topology.
 func TestPipeliningOn(t *testing.T) {
 	single := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	sentinel := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: "m", SentinelAddrs: []string{"127.0.0.1:1"}})
@@ -117,7 +117,7 @@ func TestPipeliningOn(t *testing.T) {
 		p                         serveconfig.Pipelining
 		single, sentinel, cluster bool
 	}{
-		{serveconfig.Pipelining{}, true, true, false},
+		{serveconfig.Pipelining{}, true, false, false},
 		{serveconfig.PipeliningOn, true, true, true},
 		{serveconfig.PipeliningOff, false, false, false},
 	} {

@@ -23,7 +23,6 @@ const durabilityCycles = 20
 // (invalid_client), their tokens from before the commands are refused (401),
 // the new secret of A works, and the audit streams hold both events.
 func TestDurability(t *testing.T) {
-	t.Parallel() // beside each other, after TestRedisOutage (which counts goroutines) has run alone
 	srv := redistest.StartServer(t, "--appendonly", "yes", "--appendfsync", "always")
 	s := startStack(t, srv.URL())
 	ctx := t.Context()

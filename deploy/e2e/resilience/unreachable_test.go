@@ -28,7 +28,6 @@ const failFast = 3500 * time.Millisecond
 // connections at once: every dial hangs until its timeout. Both servers must
 // still answer their documented 503 quickly, never hold a request for long.
 func TestRedisUnreachable(t *testing.T) {
-	t.Parallel() // beside each other, after TestRedisOutage (which counts goroutines) has run alone
 	addr := blackhole(t)
 	s := startStack(t, "redis://"+addr+"/0")
 	iss, err := accesstoken.NewIssuer(s.keys, issuer, audience)
