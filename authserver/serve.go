@@ -128,7 +128,8 @@ func serve(ctx context.Context, cfg serveConfig, env cli.Env) error {
 	rdb.AddHook(m.RedisHook())
 	trust := cfg.Trust()
 	registry := clients.NewStore(rdb, cfg.KeyPrefix, nil)
-	if cfg.AutoPipeline.On(rdb) {
+	pipelined := cfg.AutoPipeline.On(rdb)
+	if pipelined {
 		if err := registry.UseAutoPipeline(); err != nil {
 			return err
 		}
@@ -187,7 +188,7 @@ func serve(ctx context.Context, cfg serveConfig, env cli.Env) error {
 	}
 	addr := g.Addr(httpserver.API)
 	logger.Info("token service listening", "addr", addr.String(), "issuer", cfg.Issuer, "signing_kid", keys.SigningKeyID(),
-		"redis_autopipeline", cfg.AutoPipeline.On(rdb))
+		"redis_autopipeline", pipelined)
 	fmt.Fprintf(env.Stdout, "authserver listening on http://%s\n", addr)
 	if aaddr != nil {
 		logger.Info("admin API listening", "addr", aaddr.String())

@@ -82,7 +82,8 @@ func serve(ctx context.Context, cfg *config, env cli.Env) error {
 		return err
 	}
 	registry := clients.NewStore(rdb, cfg.KeyPrefix, nil)
-	if cfg.AutoPipeline.On(rdb) {
+	pipelined := cfg.AutoPipeline.On(rdb)
+	if pipelined {
 		if err := registry.UseAutoPipeline(); err != nil {
 			return err
 		}
@@ -120,7 +121,7 @@ func serve(ctx context.Context, cfg *config, env cli.Env) error {
 	g.Handle(httpserver.API, handler)
 	addr := g.Addr(httpserver.API)
 	logger.Info("listening", slog.String("addr", addr.String()), slog.String("jwks_url", cfg.JWKSURL),
-		slog.String("issuer", cfg.Issuer), slog.String("audience", cfg.Audience), slog.Bool("redis_autopipeline", cfg.AutoPipeline.On(rdb)))
+		slog.String("issuer", cfg.Issuer), slog.String("audience", cfg.Audience), slog.Bool("redis_autopipeline", pipelined))
 	fmt.Fprintf(env.Stdout, "resourceserver listening on http://%s\n", addr)
 	return g.Serve(ctx)
 }
