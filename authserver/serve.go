@@ -128,7 +128,7 @@ func serve(ctx context.Context, cfg serveConfig, env cli.Env) error {
 	rdb.AddHook(m.RedisHook())
 	trust := cfg.Trust()
 	registry := clients.NewStore(rdb, cfg.KeyPrefix, nil)
-	pipelined := cfg.AutoPipeline.On(rdb)
+	pipelined := cfg.AutoPipeline.On()
 	if pipelined {
 		if err := registry.UseAutoPipeline(); err != nil {
 			return err

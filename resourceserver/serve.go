@@ -82,7 +82,7 @@ func serve(ctx context.Context, cfg *config, env cli.Env) error {
 		return err
 	}
 	registry := clients.NewStore(rdb, cfg.KeyPrefix, nil)
-	pipelined := cfg.AutoPipeline.On(rdb)
+	pipelined := cfg.AutoPipeline.On()
 	if pipelined {
 		if err := registry.UseAutoPipeline(); err != nil {
 			return err

@@ -59,10 +59,7 @@ func describePipelining(cfg config) string {
 	if !cfg.AutoPipeline.Auto() {
 		return "REDIS_AUTOPIPELINE=" + cfg.AutoPipeline.String()
 	}
-	if cfg.RedisCluster == 0 {
-		return "REDIS_AUTOPIPELINE unset (auto: on with one node)"
-	}
-	return "REDIS_AUTOPIPELINE unset (auto: off on a Cluster)"
+	return "REDIS_AUTOPIPELINE unset (auto: on)"
 }
 
 func plural(n int, one, many string) string {

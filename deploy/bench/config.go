@@ -43,8 +43,8 @@ type config struct {
 	// logs go to files in the work directory.
 	LogLevel string
 	// AutoPipeline is both servers' REDIS_AUTOPIPELINE: --autopipeline's
-	// value, not given to them when auto (their default: on with one
-	// node, off on a Cluster), so that binaries of before the setting had
+	// value, not given to them when auto (their default: on since
+	// 2026-11-27; before, on with one node only), so that binaries of before the setting had
 	// auto can be measured too.
 	AutoPipeline serveconfig.Pipelining
 	// RedisCluster is the number of primaries of a Redis Cluster to run
@@ -93,7 +93,7 @@ func parseConfig(args []string) (config, error) {
 	fs.StringVar(&cfg.AuthserverBin, "authserver-bin", "", "prebuilt authserver to measure (default: build ./authserver)")
 	fs.StringVar(&cfg.ResourceserverBin, "resourceserver-bin", "", "prebuilt resourceserver to measure (default: build ./resourceserver)")
 	fs.StringVar(&cfg.LogLevel, "log-level", "", "the servers' LOG_LEVEL (default: theirs, info)")
-	fs.Var(&cfg.AutoPipeline, "autopipeline", "both servers' REDIS_AUTOPIPELINE: auto (their default: on with one node, off on a Cluster), true or false; alone: true")
+	fs.Var(&cfg.AutoPipeline, "autopipeline", "both servers' REDIS_AUTOPIPELINE: auto (their default: on), true or false; alone: true")
 	fs.IntVar(&cfg.RedisCluster, "redis-cluster", 0, "run a Redis Cluster of this many primaries instead of one redis-server (0: one node)")
 	fs.IntVar(&cfg.RedisClusterReplicas, "redis-cluster-replicas", 0, "replicas per primary of --redis-cluster")
 	fs.BoolVar(&cfg.Install, "install", false, "apt-get install wrk and redis-server when missing")

@@ -104,3 +104,84 @@ func TestAutoPipelineDroppedConnections(t *testing.T) {
 		t.Errorf("the window counts %d requests, fewer than the %d admitted", a.Decision.Count, admitted.Load()+1)
 	}
 }
+
+// TestAutoPipelineFrozenWait freezes (SIGSTOP) the Redis of a pipelined
+// Store for 4 s, more than the command budget, while API admissions
+// arrive every 2 ms, each on its own goroutine (as requests arrive at a
+// server, whether or not earlier ones were answered), so that later
+// requests queue behind batches the frozen server holds. Every call must
+// end within 2 s (the budget and pipeWaitSlack, 1.75 s, plus what a
+// loaded machine adds), as unavailable, never held until the thaw; after the thaw
+// requests are admitted again. Before a caller's wait was bounded
+// (luascript.Script.Submit), a request queued behind a held batch waited
+// for that batch and then for its own.
+func TestAutoPipelineFrozenWait(t *testing.T) {
+	srv := redistest.StartServer(t)
+	rdb, err := redisconn.Open(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rdb.Close() })
+	store := clients.NewStore(rdb, "", nil)
+	if err := store.UseAutoPipeline(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := store.CreateOrg(ctx, clients.OrgSpec{Slug: "acme", Name: "Acme", Environment: clients.EnvironmentLive}); err != nil {
+		t.Fatal(err)
+	}
+	c, _, err := store.CreateClient(ctx, clients.ClientSpec{OrgSlug: "acme", Name: "frozen", Audience: clients.AudiencePharma, RateLimitPerMinute: clients.MaxRateLimitPerMinute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := clients.TokenRef{ClientID: c.ID, Generation: 1, SecretID: 1, ID: "jti", ExpiresAt: time.Now().Add(time.Hour).Unix()}
+
+	var failed, sent atomic.Int64
+	var slowest atomic.Int64
+	var wg sync.WaitGroup
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	frozen, thawed := time.Now().Add(200*time.Millisecond), time.Now().Add(4200*time.Millisecond)
+	isFrozen := false
+	for now := range tick.C {
+		if !isFrozen && now.After(frozen) {
+			srv.Freeze()
+			isFrozen = true
+		}
+		if now.After(thawed) {
+			break
+		}
+		sent.Add(1)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			a, err := store.AdmitAPI(ctx, ref, nil)
+			if d := int64(time.Since(start)); d > slowest.Load() {
+				slowest.Store(d)
+			}
+			switch {
+			case err == nil && a.Outcome == clients.Admitted:
+			case err != nil && clients.IsUnavailable(err):
+				failed.Add(1)
+			default:
+				t.Errorf("AdmitAPI = %+v, %v; want admitted or unavailable", a, err)
+			}
+		}()
+	}
+	srv.Thaw()
+	wg.Wait()
+	t.Logf("a 4 s freeze: %d of %d requests failed (503), slowest %v", failed.Load(), sent.Load(), time.Duration(slowest.Load()))
+	if failed.Load() == 0 {
+		t.Error("no request failed while Redis was frozen")
+	}
+	// TestFreeze's bound (deploy/e2e/topology). Measured 2026-11-27: 1.757 s
+	// with the caller's wait bounded, 2.093 s without.
+	if max := 2 * time.Second; time.Duration(slowest.Load()) > max {
+		t.Errorf("a request took %v, more than %v", time.Duration(slowest.Load()), max)
+	}
+	testwait.Eventually(t, 5*time.Second, "admitted after the thaw", func() bool {
+		a, err := store.AdmitAPI(ctx, ref, nil)
+		return err == nil && a.Outcome == clients.Admitted
+	})
+}

@@ -16,9 +16,11 @@ import (
 // Store is the registry in Redis. It is safe for concurrent use.
 type Store struct {
 	rdb redis.UniversalClient
-	// hot runs the per-request scripts (Authenticate, AdmitAPI): rdb, or
-	// its automatic pipeliner (UseAutoPipeline).
-	hot    redis.Scripter
+	// pipe, when set (UseAutoPipeline), runs the per-request scripts
+	// (Authenticate, AdmitAPI) in go-redis's automatic pipeliner; a
+	// caller waits for one at most budget.
+	pipe   luascript.Submitter
+	budget time.Duration
 	prefix string
 	now    func() time.Time
 	// confirm is what every operator change waits for (see ConfirmWrites).
@@ -42,7 +44,7 @@ func NewStore(rdb redis.UniversalClient, prefix string, now func() time.Time) *S
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{rdb: rdb, hot: rdb, prefix: prefix, now: now}
+	return &Store{rdb: rdb, prefix: prefix, now: now}
 }
 
 // write runs a write script on the primary of keys[0]'s slot and, when the

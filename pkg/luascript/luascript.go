@@ -2,6 +2,7 @@ package luascript
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -22,6 +23,7 @@ type File struct {
 // Script is a Redis script composed of files, in order.
 type Script struct {
 	*redis.Script
+	src   string // the body, for EVAL (redis.Script keeps its own unexported)
 	parts []part
 }
 
@@ -49,7 +51,8 @@ func New(files ...File) *Script {
 		line += n
 		b.WriteString(text)
 	}
-	s.Script = redis.NewScript(b.String())
+	s.src = b.String()
+	s.Script = redis.NewScript(s.src)
 	return s
 }
 
@@ -91,6 +94,54 @@ func (s *Script) Run(ctx context.Context, c redis.Scripter, keys []string, args 
 		cmd.SetErr(err)
 	}
 	return s.translate(cmd)
+}
+
+// Submitter is what Submit needs of go-redis's automatic pipeliner: its
+// deferred face (redis.UniversalClient's AsyncAutoPipelineWithOptions),
+// which queues a command and hands back a future.
+type Submitter interface {
+	Submit(ctx context.Context, cmd redis.Cmder) redis.AutoFuture
+}
+
+// Submit runs the script through p (EVALSHA, then EVAL on NOSCRIPT, as Run
+// does) and waits for its reply until ctx is done. The pipeliner runs a
+// queued command on a context of its own (go-redis v9.23, AutoPipeliner:
+// "a per-command deadline or cancellation is therefore not honored once
+// the command is queued"), so ctx's deadline is what bounds the caller's
+// wait: a command that waits for a batch permit, or in a batch held by a
+// frozen node, is given up at ctx's deadline with ctx's error wrapped. It
+// may still run after that, as a plain command whose reply came too late
+// may have. Slot moves are not retried here (see Run): the caller runs a
+// script refused that way again on a plain client.
+func (s *Script) Submit(ctx context.Context, p Submitter, keys []string, args ...any) *redis.Cmd {
+	cmd := await(ctx, p, "evalsha", s.Hash(), keys, args)
+	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+		cmd = await(ctx, p, "eval", s.src, keys, args)
+	}
+	return s.translate(cmd)
+}
+
+// await submits one EVAL or EVALSHA to p and waits for it until ctx is done.
+func await(ctx context.Context, p Submitter, name, payload string, keys []string, args []any) *redis.Cmd {
+	cmdArgs := make([]any, 0, 3+len(keys)+len(args))
+	cmdArgs = append(cmdArgs, name, payload, len(keys))
+	for _, k := range keys {
+		cmdArgs = append(cmdArgs, k)
+	}
+	cmdArgs = append(cmdArgs, args...)
+	cmd := redis.NewCmd(ctx, cmdArgs...)
+	if len(keys) > 0 {
+		cmd.SetFirstKeyPos(3) // the Cluster slot is the first key's
+	}
+	err := p.Submit(ctx, cmd).WaitContext(ctx)
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		// The batch still owns cmd and may write its reply at any moment:
+		// the caller gets a command of its own that carries the error.
+		late := redis.NewCmd(ctx, cmdArgs...)
+		late.SetErr(fmt.Errorf("redis: %s: no reply in time: %w", name, err))
+		return late
+	}
+	return cmd
 }
 
 // Eval runs the script with EVAL (in a pipeline, which cannot fall back on

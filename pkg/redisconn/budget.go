@@ -18,6 +18,21 @@ import (
 // answered 503 with Retry-After about this long after it arrived.
 const DefaultCommandBudget = 1500 * time.Millisecond
 
+// CommandBudget is the command budget of rdb, a client of Open: what its
+// budget hook bounds each command by (commandBudget of its read timeout).
+// A caller that waits for a command some other way (clients.Store's
+// automatic pipeliner, whose batches run on a context of their own) waits
+// no longer than this. Other clients get DefaultCommandBudget.
+func CommandBudget(rdb redis.UniversalClient) time.Duration {
+	switch c := rdb.(type) {
+	case *redis.Client:
+		return commandBudget(c.Options().ReadTimeout)
+	case *redis.ClusterClient:
+		return commandBudget(c.Options().ReadTimeout)
+	}
+	return DefaultCommandBudget
+}
+
 // commandBudget is the budget of a client whose read timeout is read: at
 // least DefaultCommandBudget, and half as long again as a URL's longer
 // read_timeout, so that one slow read and a retry after it still fit (a

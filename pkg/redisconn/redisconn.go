@@ -148,20 +148,34 @@ func Ping(ctx context.Context, rdb redis.UniversalClient, timeout time.Duration)
 }
 
 // AutoPipelineOptions are the options of the automatic pipeliner the
-// servers run their per-request scripts through (clients.Store.UseAutoPipeline,
-// README: REDIS_AUTOPIPELINE): go-redis's defaults for the blocking face
-// (DefaultBlockingAutoPipelineOptions in v9.23: batches of up to 300
-// commands and 128 KiB), except that up to 64 batches may be in flight at
-// once, in no particular order (Unordered). With the default of one, every
-// batch waits for the one before it, and a batch sent to a frozen primary,
-// held for the command budget (budget.ProcessPipelineHook), held every
-// request behind it for as long again, on a Cluster those of the other
-// shards too. Order does not matter to the servers: each request sends one
-// script and waits for it (the blocking face), so no caller has two
-// commands in flight.
-func AutoPipelineOptions() *redis.AutoPipelineOptions {
+// servers run their per-request scripts through on rdb
+// (clients.Store.UseAutoPipeline, README: REDIS_AUTOPIPELINE): go-redis's
+// defaults for one caller per command (DefaultBlockingAutoPipelineOptions
+// in v9.23: batches of up to 300 commands and 128 KiB), except:
+//
+//   - Up to 64 batches may be in flight at once, in no particular order
+//     (Unordered). With the default of one, every batch waits for the one
+//     before it, and a batch sent to a frozen primary, held for the command
+//     budget (budget.ProcessPipelineHook), held every request behind it for
+//     as long again. Order does not matter to the servers: each request
+//     sends one script and waits for it, so no caller has two commands in
+//     flight.
+//   - On a Cluster, a fixed flush window (clusterFlushDelay) instead of
+//     go-redis's default coalescing. That default holds a command queued
+//     while another batch is in flight, when fewer than 8 are queued, until
+//     a batch completes, if the pipeline pool has no free connection, and
+//     a ClusterClient has no such pool (v9.23, awaitExpectedArrivals and
+//     pipelineHasFreeConn: "When the pool is unknown (nil — e.g. a cluster
+//     client) it returns false"): a batch held by a frozen primary, or a
+//     script retried through a slot move, held the requests of every other
+//     shard behind it (TestFreeze/cluster, TestSlotMoveSplitKeys). With a
+//     window the flusher waits that long for more commands and sends them.
+func AutoPipelineOptions(rdb redis.UniversalClient) *redis.AutoPipelineOptions {
 	o := redis.DefaultBlockingAutoPipelineOptions()
 	o.MaxConcurrentBatches = 64
 	o.Unordered = true
+	if _, ok := rdb.(*redis.ClusterClient); ok {
+		o.FullDuplex, o.MaxConcurrentBatches, o.Unordered = true, 1, false
+	}
 	return o
 }

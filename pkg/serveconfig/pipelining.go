@@ -3,28 +3,26 @@ package serveconfig
 import (
 	"errors"
 	"strconv"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // Pipelining is --redis-autopipeline (REDIS_AUTOPIPELINE): whether a
 // server sends its per-request Redis scripts through go-redis's automatic
-// pipelining (clients.Store.UseAutoPipeline). Its zero value is auto: on
-// with one Redis node, off with a Sentinel-managed primary and on a
-// Cluster. A boolean (as strconv.ParseBool reads it) turns it on or off
-// everywhere.
+// pipelining (clients.Store.UseAutoPipeline). Its zero value is auto, the
+// default: on, with one Redis node, a Sentinel-managed primary and on a
+// Cluster alike. A boolean (as strconv.ParseBool reads it) turns it on or
+// off.
 //
-// Why not on with Sentinel or a Cluster (README: REDIS_AUTOPIPELINE): a
-// frozen primary (SIGSTOP) holds the pipeliner's batches for the command
-// budget, and requests queued behind them wait for a batch of their own
-// after that, so some are answered after more than 2 s: TestFreeze/cluster
-// fails at times (the other shards' requests share the frozen shard's
-// batches), and TestFreeze/sentinel failed once in CI (7 of 501 requests
-// answered 503 after 2.014-2.033 s, 2026-11-27). On a Cluster, go-redis
-// v9.23's cluster pipeline also re-sends a whole batch when its first
-// command is answered TRYAGAIN, commands that already ran included. Every
-// failure suite of one node passes with it on (.ci/run runs them with it
-// off as well, and the replicated ones with it on).
+// Every failure suite passes with it on (.ci/run runs them with it on, the
+// default, and the replicated ones once more with it off): Redis killed
+// and connections killed under load, a primary killed or frozen (SIGSTOP)
+// under load with Sentinel and on a Cluster, a slot moved under load,
+// replica links cut. A frozen primary is why a caller waits for its
+// script no longer than the command budget (luascript.Script.Submit) and
+// why a Cluster's pipeliner runs one connection per primary
+// (redisconn.AutoPipelineOptions): before both, TestFreeze answered some
+// requests after more than 2 s (with Sentinel 7 of 501 after 2.014-2.033 s
+// in one CI run) and, on a Cluster, requests of the other shards waited for
+// the frozen one's batches.
 //
 // It is a flag.Value whose bare flag means true, as a boolean flag's does.
 type Pipelining struct {
@@ -72,18 +70,5 @@ func (p *Pipelining) IsBoolFlag() bool { return true }
 // Auto reports whether p is auto (REDIS_AUTOPIPELINE unset).
 func (p Pipelining) Auto() bool { return !p.set }
 
-// On reports whether a server on rdb pipelines: as set, else (auto) only
-// when rdb is a client of one node. A Sentinel-managed client is a
-// *redis.Client too; go-redis (v9.23, sentinel.go, NewFailoverClient)
-// names its address "FailoverClient", which TestPipeliningOn checks on a
-// real one.
-func (p Pipelining) On(rdb redis.UniversalClient) bool {
-	if p.set {
-		return p.on
-	}
-	c, ok := rdb.(*redis.Client)
-	return ok && c.Options().Addr != failoverAddr
-}
-
-// failoverAddr is the address go-redis gives a Sentinel-managed client.
-const failoverAddr = "FailoverClient"
+// On reports whether a server pipelines: as set, else (auto) yes.
+func (p Pipelining) On() bool { return !p.set || p.on }

@@ -66,7 +66,7 @@ func (c *Config) Declare(f *cli.EnvFlags, d Defaults) {
 	f.String(&c.LogLevel, "log-level", "LOG_LEVEL", "info", "debug, info, warn or error")
 	f.Int(&c.MaxConns, "max-conns", "MAX_CONNS", 0, "connections served at once; 0: from the open file limit")
 	f.Var(&c.AutoPipeline, "redis-autopipeline", "REDIS_AUTOPIPELINE",
-		"send the per-request Redis scripts through go-redis's automatic pipelining: auto (on with one node, off with Sentinel or a Cluster), true or false")
+		"send the per-request Redis scripts through go-redis's automatic pipelining: auto (on), true or false")
 	f.Bool(&c.DPoPNonces, "dpop-nonces", "DPOP_NONCES", false,
 		"require a server nonce (DPoP-Nonce) in every DPoP proof, shared by every replica through Redis")
 }

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/partnerapi/authplatform/pkg/cli"
 	"github.com/partnerapi/authplatform/pkg/redisconn"
 	"github.com/partnerapi/authplatform/pkg/serveconfig"
@@ -104,26 +102,11 @@ func TestProblems(t *testing.T) {
 	}
 }
 
-// Automatic pipelining, auto: on with one node, off with a Sentinel-managed
-// primary and on a Cluster; true and false as set, on every topology.
+// Automatic pipelining, auto: on; true and false as set.
 func TestPipeliningOn(t *testing.T) {
-	single := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
-	sentinel := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: "m", SentinelAddrs: []string{"127.0.0.1:1"}})
-	cluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})
-	for _, c := range []io.Closer{single, sentinel, cluster} {
-		t.Cleanup(func() { c.Close() })
-	}
-	for _, tc := range []struct {
-		p                         serveconfig.Pipelining
-		single, sentinel, cluster bool
-	}{
-		{serveconfig.Pipelining{}, true, false, false},
-		{serveconfig.PipeliningOn, true, true, true},
-		{serveconfig.PipeliningOff, false, false, false},
-	} {
-		got := [3]bool{tc.p.On(single), tc.p.On(sentinel), tc.p.On(cluster)}
-		if want := [3]bool{tc.single, tc.sentinel, tc.cluster}; got != want {
-			t.Errorf("%s: on (single, sentinel, cluster) %v, want %v", tc.p.String(), got, want)
+	for p, want := range map[serveconfig.Pipelining]bool{{}: true, serveconfig.PipeliningOn: true, serveconfig.PipeliningOff: false} {
+		if got := p.On(); got != want {
+			t.Errorf("%s: on %v, want %v", p.String(), got, want)
 		}
 	}
 }

@@ -4,14 +4,11 @@ import (
 	"os"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/partnerapi/authplatform/pkg/serveconfig"
 )
 
 // AutoPipelineEnv is the variable that sets both servers' automatic
-// pipelining (README: REDIS_AUTOPIPELINE; unset, auto: on with one node or
-// Sentinel, off on a Cluster). The suites read it from their own
+// pipelining (README: REDIS_AUTOPIPELINE; unset, auto: on). The suites read it from their own
 // environment, so that one command runs them all with it on, off or at the
 // default:
 //
@@ -22,15 +19,15 @@ import (
 const AutoPipelineEnv = "REDIS_AUTOPIPELINE"
 
 // AutoPipeline reports whether the servers of this run pipeline their
-// per-request scripts on rdb, read as the servers read it
+// per-request scripts, read as the servers read it
 // (serveconfig.Pipelining); a value they would refuse fails the test.
-func AutoPipeline(t testing.TB, rdb redis.UniversalClient) bool {
+func AutoPipeline(t testing.TB) bool {
 	t.Helper()
 	p, err := serveconfig.ParsePipelining(os.Getenv(AutoPipelineEnv))
 	if err != nil {
 		t.Fatalf("%s: %v", AutoPipelineEnv, err)
 	}
-	return p.On(rdb)
+	return p.On()
 }
 
 // autoPipelineEnv is the entry BaseEnv gives every process: the test's own

@@ -88,7 +88,7 @@ func NewServers(t testing.TB, cfg Config) *Servers {
 		s   *clients.Store
 		rdb redis.UniversalClient
 	}{{s.Store, cfg.AuthRedis}, {apiStore, cfg.APIRedis}} {
-		if AutoPipeline(t, store.rdb) {
+		if AutoPipeline(t) {
 			if err := store.s.UseAutoPipeline(); err != nil {
 				t.Fatal(err)
 			}

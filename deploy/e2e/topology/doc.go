@@ -36,7 +36,7 @@
 // The quick tests run in parallel, each on Redis of its own or under a key
 // prefix of its own on the shared Cluster and Sentinel group; the long ones
 // run alone, before them. The servers pipeline their per-request scripts
-// as they do by default (off with Sentinel and on a Cluster);
+// as they do by default (on);
 // REDIS_AUTOPIPELINE=true or false in the test's environment sets both
 // topologies alike (deploy/e2e/e2etest.AutoPipeline).
 //
