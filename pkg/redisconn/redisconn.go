@@ -160,16 +160,22 @@ func Ping(ctx context.Context, rdb redis.UniversalClient, timeout time.Duration)
 //     as long again. Order does not matter to the servers: each request
 //     sends one script and waits for it, so no caller has two commands in
 //     flight.
-//   - On a Cluster, a fixed flush window (clusterFlushDelay) instead of
-//     go-redis's default coalescing. That default holds a command queued
-//     while another batch is in flight, when fewer than 8 are queued, until
-//     a batch completes, if the pipeline pool has no free connection, and
-//     a ClusterClient has no such pool (v9.23, awaitExpectedArrivals and
-//     pipelineHasFreeConn: "When the pool is unknown (nil — e.g. a cluster
-//     client) it returns false"): a batch held by a frozen primary, or a
-//     script retried through a slot move, held the requests of every other
-//     shard behind it (TestFreeze/cluster, TestSlotMoveSplitKeys). With a
-//     window the flusher waits that long for more commands and sends them.
+//   - On a Cluster, go-redis's full-duplex mode, which keeps one pipe (a
+//     held connection, a writer and a reader) per primary and sends each
+//     command to its slot's (clusterFDRouter in v9.23; it needs the ordered
+//     stream, so one batch at a time per pipe). With the half-duplex
+//     flusher, a batch mixes the commands of every primary and ends when
+//     its slowest node answers, and a command queued while another batch is
+//     in flight is held until one completes (awaitExpectedArrivals: a
+//     ClusterClient has no pipeline pool, so "the pool is saturated" always
+//     holds): a primary frozen under load, or a script retried through a
+//     slot move, held the requests of every other shard behind it
+//     (TestFreeze/cluster, TestSlotMoveSplitKeys). With a pipe per primary
+//     the other shards were answered 200 throughout TestFreeze. Cost on
+//     this machine (2 cores, loopback, 2026-11-27): /me 70.7%, token 20.7%,
+//     introspection 27.5% of the harness's ceilings, against 71.0%, 21.7%
+//     and 35.4% half-duplex (2026-11-26) and 53.2%, 17.1% and 26.1% with
+//     pipelining off (deploy/bench/RESULTS.md).
 func AutoPipelineOptions(rdb redis.UniversalClient) *redis.AutoPipelineOptions {
 	o := redis.DefaultBlockingAutoPipelineOptions()
 	o.MaxConcurrentBatches = 64
