@@ -70,3 +70,24 @@ func BenchmarkAuthenticateBesideStale(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAdmitAPIPipelined is BenchmarkAdmitAPI from 64 goroutines at
+// once through the automatic pipeliner, as a loaded server sends them.
+func BenchmarkAdmitAPIPipelined(b *testing.B) {
+	store, c, _ := benchClient(b)
+	if err := store.UseAutoPipeline(); err != nil {
+		b.Fatal(err)
+	}
+	ctx := b.Context()
+	b.ReportAllocs()
+	b.SetParallelism(32)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			a, err := store.AdmitAPI(ctx, tokenRef(c.ID, 1), nil)
+			if err != nil || a.Outcome != clients.Admitted {
+				b.Errorf("AdmitAPI = %+v, %v", a, err)
+				return
+			}
+		}
+	})
+}

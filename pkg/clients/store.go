@@ -21,6 +21,7 @@ type Store struct {
 	// caller waits for one at most budget.
 	pipe   luascript.Submitter
 	budget time.Duration
+	waits  *waitEpochs
 	prefix string
 	now    func() time.Time
 	// confirm is what every operator change waits for (see ConfirmWrites).
