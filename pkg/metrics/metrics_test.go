@@ -15,6 +15,7 @@ import (
 
 	"github.com/partnerapi/authplatform/pkg/metrics"
 	"github.com/partnerapi/authplatform/pkg/redistest"
+	"github.com/partnerapi/authplatform/pkg/testwait"
 )
 
 // TestRedisHook runs commands against the real Redis through the hook: a
@@ -74,6 +75,63 @@ partnerapi_redis_errors_total{command="incr"} 1
 	if err := testutil.GatherAndCompare(m.Registry, strings.NewReader(want), "partnerapi_redis_errors_total"); err != nil {
 		t.Error(err)
 	}
+}
+
+// TestRedisHookPipelines: a command that fails inside a pipeline is
+// counted under its own name, in a plain pipeline and in a batch of
+// go-redis's automatic pipeliner (the deferred face the servers use), whose
+// results the hook reads once the batch is done; the commands that succeed
+// beside it are not.
+func TestRedisHookPipelines(t *testing.T) {
+	m := metrics.New("test")
+	ctx := context.Background()
+	opt, err := redis.ParseURL(redistest.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
+	rdb.AddHook(m.RedisHook())
+	fails := "return redis.error_reply('ERR refused')"
+
+	cmds, _ := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Eval(ctx, fails, nil)
+		p.Eval(ctx, "return 1", nil)
+		return nil
+	})
+	if len(cmds) != 2 || cmds[0].Err() == nil || cmds[1].Err() != nil {
+		t.Fatalf("pipeline: %v", cmds)
+	}
+	ap, err := rdb.AsyncAutoPipelineWithOptions(&redis.AutoPipelineOptions{MaxConcurrentBatches: 4, Unordered: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var futures []redis.AutoFuture
+	for i := range 20 {
+		script := "return 1"
+		if i%10 == 0 {
+			script = fails
+		}
+		futures = append(futures, ap.Submit(ctx, redis.NewCmd(ctx, "eval", script, 0)))
+	}
+	failed := 0
+	for _, f := range futures {
+		if f.Wait() != nil {
+			failed++
+		}
+	}
+	if failed != 2 {
+		t.Fatalf("%d of the pipelined scripts failed, want 2", failed)
+	}
+	want := `
+# HELP partnerapi_redis_errors_total Redis commands and dials that failed (not a missing key), by command ("dial" for a connection attempt).
+# TYPE partnerapi_redis_errors_total counter
+partnerapi_redis_errors_total{command="dial"} 0
+partnerapi_redis_errors_total{command="eval"} 3
+`
+	testwait.Eventually(t, 5*time.Second, "3 failed EVALs counted", func() bool {
+		return testutil.GatherAndCompare(m.Registry, strings.NewReader(want), "partnerapi_redis_errors_total") == nil
+	})
 }
 
 // The metrics handler answers GET /metrics in the text format, with the
