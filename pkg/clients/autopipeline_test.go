@@ -26,29 +26,12 @@ import (
 // pipelining; a limit errs on the strict side).
 func TestAutoPipelineDroppedConnections(t *testing.T) {
 	srv := redistest.StartServer(t)
-	rdb, err := redisconn.Open(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rdb.Close() })
-	store := clients.NewStore(rdb, "", nil)
-	if err := store.UseAutoPipeline(); err != nil {
-		t.Fatal(err)
-	}
+	store, ref := pipelinedStore(t, srv)
 	ctx := context.Background()
-	if _, err := store.CreateOrg(ctx, clients.OrgSpec{Slug: "acme", Name: "Acme", Environment: clients.EnvironmentLive}); err != nil {
-		t.Fatal(err)
-	}
-	c, _, err := store.CreateClient(ctx, clients.ClientSpec{OrgSlug: "acme", Name: "load", Audience: clients.AudiencePharma, RateLimitPerMinute: clients.MaxRateLimitPerMinute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref := clients.TokenRef{ClientID: c.ID, Generation: 1, SecretID: 1, ID: "jti", ExpiresAt: time.Now().Add(time.Hour).Unix()}
 
 	killer := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	t.Cleanup(func() { _ = killer.Close() })
-	var admitted, failed atomic.Int64
-	var slowest atomic.Int64
+	var tally admitTally
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for range 32 {
@@ -61,18 +44,7 @@ func TestAutoPipelineDroppedConnections(t *testing.T) {
 					return
 				default:
 				}
-				start := time.Now()
-				a, err := store.AdmitAPI(ctx, ref, nil)
-				if d := int64(time.Since(start)); d > slowest.Load() {
-					slowest.Store(d)
-				}
-				switch {
-				case err == nil && a.Outcome == clients.Admitted:
-					admitted.Add(1)
-				case err != nil && clients.IsUnavailable(err):
-					failed.Add(1)
-				default:
-					t.Errorf("AdmitAPI = %+v, %v; want admitted or unavailable", a, err)
+				if !tally.admit(t, store, ref) {
 					return
 				}
 			}
@@ -81,9 +53,9 @@ func TestAutoPipelineDroppedConnections(t *testing.T) {
 	// Kill every other client's connection 20 times, each time once 64
 	// more requests have ended: every kill meets connections under load.
 	for range 20 {
-		ended := admitted.Load() + failed.Load()
+		ended := tally.admitted.Load() + tally.failed.Load()
 		testwait.Eventually(t, 10*time.Second, "64 requests between two kills", func() bool {
-			return admitted.Load()+failed.Load() >= ended+64
+			return tally.admitted.Load()+tally.failed.Load() >= ended+64
 		})
 		if err := killer.Do(ctx, "client", "kill", "type", "normal", "skipme", "yes").Err(); err != nil {
 			t.Fatalf("CLIENT KILL: %v", err)
@@ -91,17 +63,17 @@ func TestAutoPipelineDroppedConnections(t *testing.T) {
 	}
 	close(stop)
 	wg.Wait()
-	t.Logf("under 20 connection kills: %d admitted, %d failed (503), slowest %v", admitted.Load(), failed.Load(), time.Duration(slowest.Load()))
-	if max := redisconn.DefaultCommandBudget + time.Second; time.Duration(slowest.Load()) > max {
-		t.Errorf("a request took %v, more than %v", time.Duration(slowest.Load()), max)
+	t.Logf("under 20 connection kills: %d admitted, %d failed (503), slowest %v", tally.admitted.Load(), tally.failed.Load(), time.Duration(tally.slowest.Load()))
+	if max := redisconn.DefaultCommandBudget + time.Second; time.Duration(tally.slowest.Load()) > max {
+		t.Errorf("a request took %v, more than %v", time.Duration(tally.slowest.Load()), max)
 	}
 	a, err := store.AdmitAPI(ctx, ref, nil)
 	if err != nil || a.Outcome != clients.Admitted {
 		t.Fatalf("after the kills: %+v, %v", a, err)
 	}
-	t.Logf("the window counts %d requests; %d were admitted", a.Decision.Count, admitted.Load()+1)
-	if a.Decision.Count < admitted.Load()+1 {
-		t.Errorf("the window counts %d requests, fewer than the %d admitted", a.Decision.Count, admitted.Load()+1)
+	t.Logf("the window counts %d requests; %d were admitted", a.Decision.Count, tally.admitted.Load()+1)
+	if a.Decision.Count < tally.admitted.Load()+1 {
+		t.Errorf("the window counts %d requests, fewer than the %d admitted", a.Decision.Count, tally.admitted.Load()+1)
 	}
 }
 
@@ -117,27 +89,11 @@ func TestAutoPipelineDroppedConnections(t *testing.T) {
 // for that batch and then for its own.
 func TestAutoPipelineFrozenWait(t *testing.T) {
 	srv := redistest.StartServer(t)
-	rdb, err := redisconn.Open(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rdb.Close() })
-	store := clients.NewStore(rdb, "", nil)
-	if err := store.UseAutoPipeline(); err != nil {
-		t.Fatal(err)
-	}
+	store, ref := pipelinedStore(t, srv)
 	ctx := context.Background()
-	if _, err := store.CreateOrg(ctx, clients.OrgSpec{Slug: "acme", Name: "Acme", Environment: clients.EnvironmentLive}); err != nil {
-		t.Fatal(err)
-	}
-	c, _, err := store.CreateClient(ctx, clients.ClientSpec{OrgSlug: "acme", Name: "frozen", Audience: clients.AudiencePharma, RateLimitPerMinute: clients.MaxRateLimitPerMinute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref := clients.TokenRef{ClientID: c.ID, Generation: 1, SecretID: 1, ID: "jti", ExpiresAt: time.Now().Add(time.Hour).Unix()}
 
-	var failed, sent atomic.Int64
-	var slowest atomic.Int64
+	var tally admitTally
+	var sent atomic.Int64
 	var wg sync.WaitGroup
 	tick := time.NewTicker(2 * time.Millisecond)
 	defer tick.Stop()
@@ -155,33 +111,73 @@ func TestAutoPipelineFrozenWait(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			start := time.Now()
-			a, err := store.AdmitAPI(ctx, ref, nil)
-			if d := int64(time.Since(start)); d > slowest.Load() {
-				slowest.Store(d)
-			}
-			switch {
-			case err == nil && a.Outcome == clients.Admitted:
-			case err != nil && clients.IsUnavailable(err):
-				failed.Add(1)
-			default:
-				t.Errorf("AdmitAPI = %+v, %v; want admitted or unavailable", a, err)
-			}
+			tally.admit(t, store, ref)
 		}()
 	}
 	srv.Thaw()
 	wg.Wait()
-	t.Logf("a 4 s freeze: %d of %d requests failed (503), slowest %v", failed.Load(), sent.Load(), time.Duration(slowest.Load()))
-	if failed.Load() == 0 {
+	t.Logf("a 4 s freeze: %d of %d requests failed (503), slowest %v", tally.failed.Load(), sent.Load(), time.Duration(tally.slowest.Load()))
+	if tally.failed.Load() == 0 {
 		t.Error("no request failed while Redis was frozen")
 	}
 	// TestFreeze's bound (deploy/e2e/topology). Measured 2026-11-27: 1.757 s
 	// with the caller's wait bounded, 2.093 s without.
-	if max := 2 * time.Second; time.Duration(slowest.Load()) > max {
-		t.Errorf("a request took %v, more than %v", time.Duration(slowest.Load()), max)
+	if max := 2 * time.Second; time.Duration(tally.slowest.Load()) > max {
+		t.Errorf("a request took %v, more than %v", time.Duration(tally.slowest.Load()), max)
 	}
 	testwait.Eventually(t, 5*time.Second, "admitted after the thaw", func() bool {
 		a, err := store.AdmitAPI(ctx, ref, nil)
 		return err == nil && a.Outcome == clients.Admitted
 	})
+}
+
+// pipelinedStore opens a Store on srv whose per-request scripts are
+// automatically pipelined, creates a client there whose limit refuses
+// nothing, and returns the Store and an API request's token reference.
+func pipelinedStore(t *testing.T, srv *redistest.Server) (*clients.Store, clients.TokenRef) {
+	t.Helper()
+	rdb, err := redisconn.Open(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rdb.Close() })
+	store := clients.NewStore(rdb, "", nil)
+	if err := store.UseAutoPipeline(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if _, err := store.CreateOrg(ctx, clients.OrgSpec{Slug: "acme", Name: "Acme", Environment: clients.EnvironmentLive}); err != nil {
+		t.Fatal(err)
+	}
+	c, _, err := store.CreateClient(ctx, clients.ClientSpec{OrgSlug: "acme", Name: "load", Audience: clients.AudiencePharma, RateLimitPerMinute: clients.MaxRateLimitPerMinute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store, clients.TokenRef{ClientID: c.ID, Generation: 1, SecretID: 1, ID: "jti", ExpiresAt: time.Now().Add(time.Hour).Unix()}
+}
+
+// admitTally counts API admissions under a fault: admitted, failed as
+// unavailable (the servers' 503), and the slowest.
+type admitTally struct {
+	admitted, failed, slowest atomic.Int64
+}
+
+// admit sends one API admission and counts it; anything but admitted or
+// unavailable fails the test and returns false.
+func (c *admitTally) admit(t *testing.T, store *clients.Store, ref clients.TokenRef) bool {
+	start := time.Now()
+	a, err := store.AdmitAPI(context.Background(), ref, nil)
+	if d := int64(time.Since(start)); d > c.slowest.Load() {
+		c.slowest.Store(d)
+	}
+	switch {
+	case err == nil && a.Outcome == clients.Admitted:
+		c.admitted.Add(1)
+	case err != nil && clients.IsUnavailable(err):
+		c.failed.Add(1)
+	default:
+		t.Errorf("AdmitAPI = %+v, %v; want admitted or unavailable", a, err)
+		return false
+	}
+	return true
 }
