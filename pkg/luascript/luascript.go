@@ -122,6 +122,11 @@ func (s *Script) Submit(ctx context.Context, p Submitter, keys []string, args ..
 }
 
 // await submits one EVAL or EVALSHA to p and waits for it until ctx is done.
+// It lays out the arguments as go-redis's own Eval does (name, script,
+// key count, keys, args; the first key's position for the Cluster slot)
+// by hand because go-redis v9.23 gives a future, the one thing with a
+// WaitContext, only for a command passed to Submit: its typed EvalSha on
+// the deferred face returns a *Cmd whose accessors wait without a context.
 func await(ctx context.Context, p Submitter, name, payload string, keys []string, args []any) *redis.Cmd {
 	cmdArgs := make([]any, 0, 3+len(keys)+len(args))
 	cmdArgs = append(cmdArgs, name, payload, len(keys))
