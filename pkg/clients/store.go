@@ -51,8 +51,8 @@ func NewStore(rdb redis.UniversalClient, prefix string, now func() time.Time) *S
 // write runs a write script on the primary of keys[0]'s slot and, when the
 // Store confirms writes, waits there for the replicas (ConfirmWrites). It
 // returns what the replicas said; a script's own error is an error. A
-// write met by a failover is tried once more (redisconn.ConfirmedWrite),
-// so every write script tolerates running twice.
+// write met by a failover is tried again (redisconn.ConfirmedWrite),
+// so every write script tolerates running more than once.
 func (s *Store) write(ctx context.Context, script *luascript.Script, keys []string, args ...any) (*redis.Cmd, redisconn.Ack, error) {
 	if s.confirm.Replicas == 0 {
 		cmd := script.Run(ctx, s.rdb, keys, args...)

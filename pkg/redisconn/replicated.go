@@ -112,34 +112,76 @@ func (a Ack) Describe(c Confirmation) string {
 // alone.
 //
 // queue must queue commands on the pipeliner, all of key's slot, and keep
-// their Cmd values to read the results; it may be called twice. A write
-// that meets a moved slot (MOVED or ASK from the node go-redis named, as
-// during a planned CLUSTER FAILOVER), a demoted primary (READONLY) or a
-// broken connection (a failover under way) is tried once more, on the
-// primary found afresh: a MOVED write did not run, but one on a broken
-// connection may have, so the writes must tolerate running twice (the
-// registry's scripts carry a nonce for that).
+// their Cmd values to read the results; it may be called more than once. A
+// write that meets a moved slot (MOVED or ASK from the node go-redis named,
+// as during a planned CLUSTER FAILOVER), a demoted primary (READONLY) or a
+// broken connection (a failover under way) is tried again on the primary
+// found afresh, up to primaryMoveTries times within primaryMoveWait: a MOVED
+// write did not run, but one on a broken connection may have, so the writes
+// must tolerate running twice (the registry's scripts carry a nonce for
+// that).
 func ConfirmedWrite(ctx context.Context, rdb redis.UniversalClient, key string, c Confirmation, queue func(redis.Pipeliner)) (Ack, error) {
 	if c.Replicas == 0 {
 		_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error { queue(p); return nil })
 		return Ack{Connected: -1}, err
 	}
+	until := time.Now().Add(primaryMoveWait)
 	ack, err := confirmedWriteOnce(ctx, rdb, key, c, queue)
-	if err == nil || !retryableWriteError(err) || ctx.Err() != nil {
-		return ack, explainWriteError(err)
+	for try := 1; try < primaryMoveTries && err != nil && retryableWriteError(err) && ctx.Err() == nil && time.Now().Before(until); try++ {
+		awaitPrimary(ctx, rdb, key, err, until)
+		ack, err = confirmedWriteOnce(ctx, rdb, key, c, queue)
 	}
-	if cc, ok := rdb.(*redis.ClusterClient); ok {
-		cc.ReloadState(ctx)
-	}
-	// go-redis coalesces slot map reloads and the failover client finds the
-	// new primary on its next dial: give either a moment.
-	select {
-	case <-time.After(250 * time.Millisecond):
-	case <-ctx.Done():
-		return ack, explainWriteError(err)
-	}
-	ack, err = confirmedWriteOnce(ctx, rdb, key, c, queue)
 	return ack, explainWriteError(err)
+}
+
+// primaryMoveTries and primaryMoveWait bound how often and how long a
+// confirmed write looks for its key's new primary during a failover.
+const (
+	primaryMoveTries = 4
+	primaryMoveWait  = 5 * time.Second
+)
+
+// awaitPrimary gives the client a moment to find the new primary after err.
+// A ClusterClient reloads its slot map lazily (ReloadState starts a reload
+// unless one is running, which then cools down for 200 ms before the next)
+// from a node of its choice, whose own view may lag a failover by a gossip
+// round: in a CI run one reload 250 ms after a planned failover still named
+// the old primary, and the second try met MOVED again. So when Redis named
+// the slot's new primary (MOVED), wait until the slot map names it too,
+// asking for a reload every 50 ms, for at most a second; otherwise, and for
+// the failover client (which finds the new primary on its next dial through
+// Sentinel), wait 250 ms.
+func awaitPrimary(ctx context.Context, rdb redis.UniversalClient, key string, err error, until time.Time) {
+	pause := func(d time.Duration) bool {
+		t := time.NewTimer(min(d, max(time.Until(until), 0)))
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return time.Now().Before(until)
+		case <-ctx.Done():
+			return false
+		}
+	}
+	cc, ok := rdb.(*redis.ClusterClient)
+	if !ok {
+		pause(250 * time.Millisecond)
+		return
+	}
+	addr, moved := redis.IsMovedError(err)
+	if !moved { // ASK (a slot migrating), READONLY, a broken connection
+		cc.ReloadState(ctx)
+		pause(250 * time.Millisecond)
+		return
+	}
+	for start := time.Now(); time.Since(start) < time.Second; {
+		cc.ReloadState(ctx)
+		if !pause(50 * time.Millisecond) {
+			return
+		}
+		if primary, err := cc.MasterForKey(ctx, key); err == nil && primary.Options().Addr == addr {
+			return
+		}
+	}
 }
 
 func confirmedWriteOnce(ctx context.Context, rdb redis.UniversalClient, key string, c Confirmation, queue func(redis.Pipeliner)) (Ack, error) {
