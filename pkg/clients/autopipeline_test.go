@@ -136,15 +136,7 @@ func TestAutoPipelineFrozenWait(t *testing.T) {
 // nothing, and returns the Store and an API request's token reference.
 func pipelinedStore(t *testing.T, srv *redistest.Server) (*clients.Store, clients.TokenRef) {
 	t.Helper()
-	rdb, err := redisconn.Open(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rdb.Close() })
-	store := clients.NewStore(rdb, "", nil)
-	if err := store.UseAutoPipeline(); err != nil {
-		t.Fatal(err)
-	}
+	store := openStore(t, srv.URL(), true)
 	ctx := t.Context()
 	if _, err := store.CreateOrg(ctx, clients.OrgSpec{Slug: "acme", Name: "Acme", Environment: clients.EnvironmentLive}); err != nil {
 		t.Fatal(err)

@@ -22,17 +22,7 @@ const moveSlack = 700 * time.Millisecond
 // token reference of an API request.
 func slotMoveClient(t *testing.T, c *redistest.Cluster, org string, pipelined bool) (*clients.Store, clients.Client, string, clients.TokenRef) {
 	t.Helper()
-	rdb, err := redisconn.Open(c.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rdb.Close() })
-	store := clients.NewStore(rdb, "", nil)
-	if pipelined {
-		if err := store.UseAutoPipeline(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	store := openStore(t, c.URL(), pipelined)
 	ctx := t.Context()
 	if _, err := store.CreateOrg(ctx, clients.OrgSpec{Slug: org, Name: org, Environment: clients.EnvironmentLive}); err != nil {
 		t.Fatal(err)
@@ -144,15 +134,7 @@ func TestSlotMoveKeyByKey(t *testing.T) {
 	redistest.Long(t)
 	c := redistest.StartCluster(t)
 	plain, cl, secret, ref := slotMoveClient(t, c, "keybykey", false)
-	rdb, err := redisconn.Open(c.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rdb.Close() })
-	pipelined := clients.NewStore(rdb, "", nil)
-	if err := pipelined.UseAutoPipeline(); err != nil {
-		t.Fatal(err)
-	}
+	pipelined := openStore(t, c.URL(), true)
 	if raceEnabled {
 		// go-redis v9.23 races with itself when a batch of its automatic
 		// pipeliner meets a moving slot: pipelineReadCmds (osscluster.go)
@@ -261,4 +243,23 @@ func TestSlotMoveKeyByKey(t *testing.T) {
 	if got := c.PrimaryFor(t, key); got != home {
 		t.Errorf("the slot is served by %s, want %s", got.Addr(), home.Addr())
 	}
+}
+
+// openStore opens a Store on the Redis at url with no key prefix and the
+// real clock, its per-request scripts automatically pipelined when
+// pipelined; the client closes when the test ends.
+func openStore(t *testing.T, url string, pipelined bool) *clients.Store {
+	t.Helper()
+	rdb, err := redisconn.Open(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rdb.Close() })
+	store := clients.NewStore(rdb, "", nil)
+	if pipelined {
+		if err := store.UseAutoPipeline(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return store
 }
