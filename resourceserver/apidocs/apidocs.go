@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/routers"
@@ -81,7 +83,41 @@ func New(baseURL string) (*Docs, error) {
 	if err != nil {
 		return nil, err
 	}
+	e, err := loadEmbedded()
+	if err != nil {
+		return nil, err
+	}
 
+	d := &Docs{openAPI: openAPIJSON, doc: e.doc, router: e.router, pages: slices.Clone(e.pages)}
+	d.llms = d.renderLLMsTxt(base)
+	d.llmsFull = d.renderLLMsFullTxt(base)
+	if base != "" {
+		// Every example names the deployment's own address.
+		ph, b := []byte(BaseURLPlaceholder), []byte(base)
+		d.openAPI = bytes.ReplaceAll(d.openAPI, ph, b)
+		d.llms = bytes.ReplaceAll(d.llms, ph, b)
+		d.llmsFull = bytes.ReplaceAll(d.llmsFull, ph, b)
+		for i := range d.pages {
+			d.pages[i].body = bytes.ReplaceAll(d.pages[i].body, ph, b)
+		}
+	}
+	return d, nil
+}
+
+// embedded is what New derives from the embedded files alone, whatever the
+// base URL: the parsed and validated OpenAPI document, its router and the
+// pages with their placeholders. Nothing changes any of them after
+// loadEmbedded, so every Docs shares them.
+type embedded struct {
+	doc    *openapi3.T
+	router routers.Router
+	pages  []page
+}
+
+// loadEmbedded parses, validates and renders the embedded files once per
+// process (about 50 ms, 180 ms under the race detector: a test process
+// builds a resource server, and so a Docs, per test).
+var loadEmbedded = sync.OnceValues(func() (*embedded, error) {
 	ctx := context.Background()
 	loader := openapi3.NewLoader()
 	loader.Context = ctx
@@ -101,7 +137,7 @@ func New(baseURL string) (*Docs, error) {
 		return nil, fmt.Errorf("apidocs: index openapi.json: %w", err)
 	}
 
-	d := &Docs{openAPI: openAPIJSON, doc: doc, router: router}
+	e := &embedded{doc: doc, router: router}
 	files, err := fs.Glob(guidesFS, "guides/*.md")
 	if err != nil || len(files) != len(guides) {
 		return nil, fmt.Errorf("apidocs: %d files in guides/, %d listed in the guides table", len(files), len(guides))
@@ -115,25 +151,12 @@ func New(baseURL string) (*Docs, error) {
 		if err != nil {
 			return nil, fmt.Errorf("apidocs: guides/%s.md: %w", g.name, err)
 		}
-		d.pages = append(d.pages, page{PageInfo{g.name, title, g.description}, body})
+		e.pages = append(e.pages, page{PageInfo{g.name, title, g.description}, body})
 	}
 	ref := renderReference(doc, idx, referenceTitle)
-	d.pages = append(d.pages, page{PageInfo{referenceName, referenceTitle, referenceDescription}, ref})
-
-	d.llms = d.renderLLMsTxt(base)
-	d.llmsFull = d.renderLLMsFullTxt(base)
-	if base != "" {
-		// Every example names the deployment's own address.
-		ph, b := []byte(BaseURLPlaceholder), []byte(base)
-		d.openAPI = bytes.ReplaceAll(d.openAPI, ph, b)
-		d.llms = bytes.ReplaceAll(d.llms, ph, b)
-		d.llmsFull = bytes.ReplaceAll(d.llmsFull, ph, b)
-		for i := range d.pages {
-			d.pages[i].body = bytes.ReplaceAll(d.pages[i].body, ph, b)
-		}
-	}
-	return d, nil
-}
+	e.pages = append(e.pages, page{PageInfo{referenceName, referenceTitle, referenceDescription}, ref})
+	return e, nil
+})
 
 // BaseURLPlaceholder stands for the deployment's public base address in the
 // documents. New replaces it when given a base URL; otherwise the server
