@@ -34,12 +34,12 @@ func TestMain(m *testing.M) {
 }
 
 // exec runs `authserver args...` as a process with env (and nothing of the
-// test's environment but PATH) and returns its stdout, stderr and exit
-// status.
+// test's environment but PATH and GORACE) and returns its stdout, stderr
+// and exit status.
 func execAuthserver(t *testing.T, env map[string]string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = []string{"AUTHSERVER_TEST_MAIN=1", "PATH=" + os.Getenv("PATH")}
+	cmd.Env = []string{"AUTHSERVER_TEST_MAIN=1", "PATH=" + os.Getenv("PATH"), goraceEnv()}
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
@@ -56,6 +56,11 @@ func execAuthserver(t *testing.T, env map[string]string, args ...string) (stdout
 	}
 	return out.String(), errOut.String(), code
 }
+
+// goraceEnv passes the test's race detector options to a process of the
+// test binary: without GORACE=atexit_sleep_ms=0 (the README's test command)
+// every process that exits 0 sleeps a second at its exit.
+func goraceEnv() string { return "GORACE=" + os.Getenv("GORACE") }
 
 // runAuthserver runs the command line in-process (run) with env.
 func runAuthserver(env map[string]string, args ...string) (stdout, stderr string, err error) {
@@ -251,7 +256,7 @@ func TestServeOneLogStream(t *testing.T) {
 	keys := filepath.Join(t.TempDir(), "keys.json")
 	h.must("keys", "generate", "--out", keys)
 	cmd := exec.Command(os.Args[0], "serve", "--addr", "127.0.0.1:0", "--metrics-addr", "off", "--admin-addr", "off", "--keys", keys)
-	cmd.Env = []string{"AUTHSERVER_TEST_MAIN=1", "REDIS_URL=redis://127.0.0.1:" + strconv.Itoa(redistest.FreePort(t)) + "/0"}
+	cmd.Env = []string{"AUTHSERVER_TEST_MAIN=1", goraceEnv(), "REDIS_URL=redis://127.0.0.1:" + strconv.Itoa(redistest.FreePort(t)) + "/0"}
 	stderr := &logtest.Sink{}
 	cmd.Stderr = stderr
 	stdout, err := cmd.StdoutPipe()

@@ -24,7 +24,9 @@ func TestMain(m *testing.M) {
 func execResourceserver(t *testing.T, env []string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append([]string{"RESOURCESERVER_TEST_MAIN=1"}, env...)
+	// GORACE: without the test's atexit_sleep_ms=0 (the README's test
+	// command) every process that exits 0 sleeps a second at its exit.
+	cmd.Env = append([]string{"RESOURCESERVER_TEST_MAIN=1", "GORACE=" + os.Getenv("GORACE")}, env...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
