@@ -346,13 +346,13 @@ func Topologies(t testing.TB) []Topology {
 				shared.err = fmt.Errorf("starting the shared topologies failed:\n%s", strings.Join(h.logs, "\n"))
 			}
 		}()
-		done := make(chan struct{})
-		go func() { // FailNow in a holder ends this goroutine, not the test's
-			defer close(done)
-			shared.cluster = StartCluster(h)
-			shared.sentinel = StartSentinel(h)
-		}()
-		<-done
+		// Both at once: each mostly waits on Redis (a Cluster node turns
+		// writable 2 s after it starts, a sentinel greets the others every
+		// 2 s). FailNow in a holder ends its goroutine, not the test's.
+		var wg sync.WaitGroup
+		wg.Go(func() { shared.cluster = StartCluster(h) })
+		wg.Go(func() { shared.sentinel = StartSentinel(h) })
+		wg.Wait()
 		shared.holder = h
 	})
 	if shared.err != nil {
@@ -416,10 +416,12 @@ func (h *holder) Errorf(f string, a ...any) {
 func (h *holder) Fatalf(f string, a ...any) { h.Errorf(f, a...); runtime.Goexit() }
 func (h *holder) Fatal(a ...any)            { h.Errorf("%s", fmt.Sprint(a...)); runtime.Goexit() }
 func (h *holder) Skipf(f string, a ...any) {
+	h.mu.Lock()
 	shared.skip = fmt.Sprintf(f, a...)
+	h.mu.Unlock()
 	runtime.Goexit()
 }
-func (h *holder) Failed() bool { return h.failed }
+func (h *holder) Failed() bool { h.mu.Lock(); defer h.mu.Unlock(); return h.failed }
 func (h *holder) TempDir() string {
 	d, err := os.MkdirTemp("", "redistest-")
 	if err != nil {
