@@ -43,7 +43,7 @@ func TestStore(t *testing.T) {
 			if b.URL == "" {
 				conf.Replicas = 0
 			}
-			runStoreSuite(t, b.URL == "", func(t *testing.T, now func() time.Time) (*clients.Store, redis.UniversalClient, string) {
+			runStoreSuite(t, false, func(t *testing.T, now func() time.Time) (*clients.Store, redis.UniversalClient, string) {
 				prefix := redistest.Prefix(t, b.Client)
 				store := clients.NewStore(b.Client, prefix, now)
 				store.ConfirmWrites(conf)
@@ -60,7 +60,7 @@ func TestStore(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			runStoreSuite(t, false, func(t *testing.T, now func() time.Time) (*clients.Store, redis.UniversalClient, string) {
+			runStoreSuite(t, true, func(t *testing.T, now func() time.Time) (*clients.Store, redis.UniversalClient, string) {
 				prefix := redistest.Prefix(t, b.Client)
 				store := clients.NewStore(b.Client, prefix, now)
 				store.ConfirmWrites(conf)
@@ -78,13 +78,13 @@ func TestStore(t *testing.T) {
 // uses and that prefix: several tests read the raw keys to check what is
 // (and is not) stored, their TTLs and their hash tags.
 //
-// inProcess marks the in-process Redis (miniredis, the local default),
-// whose Lua interpreter runs the scripts under the race detector 5-10x
-// slower than redis-server: there the tests marked long (thousands of
-// script calls each, 14 of the suite's 15.5 s of CPU on it) run only in
-// the long suites (redistest.Long), which CI runs too; every real Redis
-// runs them in the quick suite.
-func runStoreSuite(t *testing.T, inProcess bool, newStore func(t *testing.T, now func() time.Time) (*clients.Store, redis.UniversalClient, string)) {
+// The tests marked long (thousands of script calls each) run in the quick
+// suite only where quickLong is set: on the servers' default set-ups, a
+// node and a Cluster through automatic pipelining. Elsewhere (pipelining
+// off, the Sentinel group, and the in-process miniredis, whose Lua runs
+// the scripts 5-10x slower than redis-server under the race detector) they
+// run in the long suites (redistest.Long), which CI runs too.
+func runStoreSuite(t *testing.T, quickLong bool, newStore func(t *testing.T, now func() time.Time) (*clients.Store, redis.UniversalClient, string)) {
 	tests := []struct {
 		name string
 		fn   func(t *testing.T, e *env)
@@ -130,7 +130,7 @@ func runStoreSuite(t *testing.T, inProcess bool, newStore func(t *testing.T, now
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.long && inProcess {
+			if tc.long && !quickLong {
 				redistest.Long(t)
 			}
 			t.Parallel()
