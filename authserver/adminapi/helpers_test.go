@@ -104,7 +104,7 @@ func newStack(t *testing.T, opt options) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := adminapitest.Load(t.Context())
+	doc, err := adminapitest.Load()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 )
 
 func TestLoad(t *testing.T) {
-	if _, err := adminapitest.Load(t.Context()); err != nil {
+	if _, err := adminapitest.Load(); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -54,7 +54,7 @@ func (top *topology) newOperator(t *testing.T, readOnly bool) (credentials, *adm
 	}
 	op := top.cliCredentials(t, args...)
 	cc := clientcredentials.Config{ClientID: op.ID, ClientSecret: op.Secret, TokenURL: top.edge + "/api/v1/oauth/token/"}
-	doc, err := adminapitest.Load(t.Context())
+	doc, err := adminapitest.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
