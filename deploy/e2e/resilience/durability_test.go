@@ -23,6 +23,7 @@ const durabilityCycles = 20
 // (invalid_client), their tokens from before the commands are refused (401),
 // the new secret of A works, and the audit streams hold both events.
 func TestDurability(t *testing.T) {
+	t.Parallel() // after TestRedisOutage, which counts the process's goroutines alone
 	srv := redistest.StartServer(t, "--appendonly", "yes", "--appendfsync", "always")
 	s := startStack(t, srv.URL())
 	ctx := t.Context()

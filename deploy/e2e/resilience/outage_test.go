@@ -50,6 +50,9 @@ const (
 //     read (and every 200 is matched by an admission Redis recorded);
 //   - within 2 s of Redis answering again, both servers answer 200;
 //   - no panic, and no goroutine left once everything is closed.
+//
+// Not parallel: it counts the process's goroutines, so it runs alone
+// before the parallel tests of the package.
 func TestRedisOutage(t *testing.T) {
 	// Append-only as in docker-compose.yml, so that the client survives the
 	// crash and the servers can answer 200 afterwards.

@@ -28,6 +28,7 @@ const failFast = 3500 * time.Millisecond
 // connections at once: every dial hangs until its timeout. Both servers must
 // still answer their documented 503 quickly, never hold a request for long.
 func TestRedisUnreachable(t *testing.T) {
+	t.Parallel() // after TestRedisOutage, which counts the process's goroutines alone
 	addr := blackhole(t)
 	s := startStack(t, "redis://"+addr+"/0")
 	iss, err := accesstoken.NewIssuer(s.keys, issuer, audience)
