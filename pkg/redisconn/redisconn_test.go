@@ -3,6 +3,7 @@ package redisconn_test
 import (
 	"context"
 	"errors"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +14,14 @@ import (
 	"github.com/partnerapi/authplatform/pkg/redisconn"
 	"github.com/partnerapi/authplatform/pkg/redistest"
 )
+
+// TestMain: the Cluster tests mostly wait on their redis-server processes
+// (a node turns writable 2 s after it starts; a slot is held moving for the
+// command budget), so more of them run at once than go test's default.
+func TestMain(m *testing.M) {
+	redistest.ParallelWaits()
+	os.Exit(m.Run())
+}
 
 func open(t *testing.T, url string) redis.UniversalClient {
 	t.Helper()

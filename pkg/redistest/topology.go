@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -374,6 +375,23 @@ var shared struct {
 	sentinel *Sentinel
 	err      error
 	skip     string
+}
+
+// ParallelWaits lets twice as many parallel tests run at once as go test
+// would (-test.parallel defaults to GOMAXPROCS), unless -test.parallel is
+// given. It is for a TestMain whose tests spend most of their time waiting
+// on the processes they started (servers, Redis, Caddy, Prometheus), which
+// do their work outside the test binary: on two cores, two such tests at a
+// time left the cores idle while each waited.
+func ParallelWaits() {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		_ = flag.Set("test.parallel", strconv.Itoa(2*runtime.GOMAXPROCS(0)))
+	}
 }
 
 // RunMain runs a package's tests and then stops the shared topologies:

@@ -4,15 +4,12 @@ package e2etest
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -81,29 +78,12 @@ func BuildServers(t testing.TB) string {
 // RunMain is a TestMain body: redistest.RunMain, then the built binaries
 // removed. It returns the exit code.
 func RunMain(m *testing.M) int {
-	parallelWaits()
+	redistest.ParallelWaits()
 	code := redistest.RunMain(m)
 	if built.dir != "" {
 		_ = os.RemoveAll(built.dir)
 	}
 	return code
-}
-
-// parallelWaits lets twice as many parallel tests run at once as go test
-// would (-test.parallel defaults to GOMAXPROCS), unless -test.parallel is
-// given: an end-to-end test spends most of its time waiting on the
-// processes it started (servers, Redis, Caddy, Prometheus), which do their
-// work outside the test binary, so on two cores two tests at a time left
-// the cores idle while each waited.
-func parallelWaits() {
-	if !flag.Parsed() {
-		flag.Parse()
-	}
-	given := false
-	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
-	if !given {
-		_ = flag.Set("test.parallel", strconv.Itoa(2*runtime.GOMAXPROCS(0)))
-	}
 }
 
 // BaseEnv is the environment every process starts from: none of the test's
