@@ -20,6 +20,7 @@ import (
 // and checks the harness's per-primary helpers: the memory sum and the
 // clearing of rate-limit logs across slots.
 func TestStartCluster(t *testing.T) {
+	t.Parallel() // it mostly waits on its nodes: beside the proof files' signing
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("redis-server is not installed (CI=true): %v", err)

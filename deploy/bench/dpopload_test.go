@@ -21,6 +21,7 @@ import (
 // (jkt), issued now. The files together hold every line once, as many as
 // dpopMargin (2) x rate x duration.
 func TestProofFiles(t *testing.T) {
+	t.Parallel()
 	const verifyEvery = 50
 	set := make([]boundClient, 3)
 	for i := range set {
@@ -114,6 +115,7 @@ func TestSplitLines(t *testing.T) {
 // TestProofFilesFloor writes at least 1,000 proofs per thread whatever the
 // expected rate.
 func TestProofFilesFloor(t *testing.T) {
+	t.Parallel()
 	set := []boundClient{{ID: "c", Token: "t", Key: dpoptest.NewKey()}}
 	base, err := writeProofFiles(filepath.Join(t.TempDir(), "p.dat"), set, "http://h/api/v1/me/", 1, time.Second, 3)
 	if err != nil {
