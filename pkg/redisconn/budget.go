@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"net"
 	"strings"
 	"time"
 
@@ -183,9 +184,10 @@ func retryMoving(ctx context.Context, window, stall time.Duration, try func(cont
 	for n := 0; ; n++ {
 		err := try(ctx)
 		if !SlotMoving(err) {
-			if moving != nil && errors.Is(err, context.DeadlineExceeded) {
-				// The deadline ended go-redis's own backoff: the
-				// reply that kept the command from running says more.
+			if moving != nil && (errors.Is(err, context.DeadlineExceeded) || unsent(err)) {
+				// The deadline ended go-redis's own backoff, or came
+				// before the try's command went out: the reply that
+				// kept the command from running says more.
 				return moving
 			}
 			return err
@@ -207,6 +209,17 @@ func retryMoving(ctx context.Context, window, stall time.Duration, try func(cont
 		case <-t.C:
 		}
 	}
+}
+
+// unsent reports whether err is a write that timed out: the try's deadline
+// came before its command was written whole (on a loaded machine the last
+// try of a window can start after the window's end), so Redis, which runs
+// no command it has not read whole, did not run it (go-redis closes the
+// connection after the error). A read that timed out is not unsent: its
+// command was written and may have run.
+func unsent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "write" && op.Timeout()
 }
 
 // tryAgainPause is the pause after the nth refused try (from 0): a step

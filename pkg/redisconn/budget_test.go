@@ -3,6 +3,7 @@ package redisconn_test
 import (
 	"context"
 	"errors"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -293,6 +294,56 @@ func TestRetryMovingClusterDown(t *testing.T) {
 		}
 		if took < redisconn.DefaultCommandBudget/2 || took > redisconn.DefaultCommandBudget+budgetSlack {
 			t.Errorf("%s: CLUSTERDOWN after %v, want after about %v", what, took, redisconn.DefaultCommandBudget)
+		}
+	}
+}
+
+// TestRetryMovingUnsentAtDeadline: when the last try of a moving slot's
+// window cannot even write its command before the deadline (a loaded
+// machine starts it late), RetryMoving answers the reply that kept the
+// command from running, as when the deadline ends go-redis's own backoff;
+// a read that timed out (the command went out and may have run) is
+// answered as it is. The refusal is a real CLUSTERDOWN, the timeouts real
+// ones of a connection to the same node.
+func TestRetryMovingUnsentAtDeadline(t *testing.T) {
+	t.Parallel()
+	n := redistest.StartUnassignedNode(t)
+	plain := redis.NewClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { _ = plain.Close() })
+	refused := plain.Get(t.Context(), "k").Err()
+	if !redisconn.SlotMoving(refused) {
+		t.Fatalf("GET on a node that serves no slot: %v, want CLUSTERDOWN", refused)
+	}
+	conn, err := net.Dial("tcp", n.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	past := time.Now().Add(-time.Second)
+	_ = conn.SetDeadline(past)
+	_, writeTimeout := conn.Write([]byte("PING\r\n"))
+	_, readTimeout := conn.Read(make([]byte, 16))
+	for _, tc := range []struct {
+		name string
+		last error
+		want error
+	}{
+		{"a write that timed out", writeTimeout, refused},
+		{"a read that timed out", readTimeout, readTimeout},
+	} {
+		if tc.last == nil {
+			t.Fatalf("%s: no error from the connection", tc.name)
+		}
+		tries := 0
+		err := redisconn.RetryMoving(t.Context(), func(context.Context) error {
+			tries++
+			if tries == 1 {
+				return refused
+			}
+			return tc.last
+		})
+		if tries != 2 || err != tc.want {
+			t.Errorf("refused, then %s (%v): %d tries, RetryMoving = %v, want %v", tc.name, tc.last, tries, err, tc.want)
 		}
 	}
 }
