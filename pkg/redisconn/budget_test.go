@@ -259,8 +259,13 @@ func TestClusterTryAgain(t *testing.T) {
 		t.Errorf("script on a slot left moving failed after %v, want after about %v", took, redisconn.DefaultCommandBudget)
 	}
 	t.Logf("slot left moving, RetryMoving with a %v deadline: %v after %v", callerDeadline, retryErr, retryTook.Round(time.Millisecond))
-	if !redis.IsTryAgainError(retryErr) {
-		t.Errorf("RetryMoving on a slot left moving: %v, want TRYAGAIN", retryErr)
+	// The last try may have written its command and then met the deadline
+	// before it read the reply (a loaded machine): that read's timeout is
+	// answered as it is, since such a command may have run
+	// (TestRetryMovingUnsentAtDeadline); any other error is TRYAGAIN.
+	var op *net.OpError
+	if lateRead := errors.As(retryErr, &op) && op.Op == "read" && op.Timeout(); !redis.IsTryAgainError(retryErr) && !lateRead {
+		t.Errorf("RetryMoving on a slot left moving: %v, want TRYAGAIN (or, at the deadline, a read's timeout)", retryErr)
 	}
 	if retryTook < callerDeadline-300*time.Millisecond || retryTook > callerDeadline+budgetSlack {
 		t.Errorf("RetryMoving on a slot left moving failed after %v, want at its caller's deadline (%v)", retryTook, callerDeadline)
