@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	mathrand "math/rand/v2"
 	"net/http"
 	"os"
 	"os/exec"
@@ -99,12 +100,17 @@ func (s *stack) hydraClients(ctx context.Context, n int) ([]client, error) {
 	for range 8 {
 		wg.Go(func() {
 			for i := range next {
-				// A first run once saw a 400 from POST /admin/clients under
-				// concurrent creation: retry before giving up.
+				// Hydra (DSN=memory) answers some concurrent creations 400
+				// "Unable to serialize access due to a concurrent update in
+				// another session", its store's serialization failure, which
+				// is to be retried: on 2026-11-28 ten of the first 310
+				// creations, one of them three times in a row, which ended
+				// the run when three tries were all. Retry with a growing,
+				// jittered pause before giving up.
 				var err error
-				for attempt := range 3 {
+				for attempt := range hydraAttempts {
 					if attempt > 0 {
-						time.Sleep(200 * time.Millisecond)
+						time.Sleep(retryPause(attempt))
 					}
 					if out[i], err = s.hydraClient(ctx, i); err == nil {
 						break
@@ -139,6 +145,17 @@ func (s *stack) hydraClients(ctx context.Context, n int) ([]client, error) {
 	return out, nil
 }
 
+// hydraAttempts bounds the tries of one Hydra client's creation.
+const hydraAttempts = 10
+
+// retryPause is the pause before the given retry (1, 2, ...): 50 ms
+// doubled each time up to 1.6 s, and a random part as long, so that the
+// writers that collided do not collide again.
+func retryPause(attempt int) time.Duration {
+	d := 50 * time.Millisecond << min(attempt-1, 5)
+	return d + time.Duration(mathrand.Int64N(int64(d)))
+}
+
 // hydraClient creates the i-th Hydra client and fetches a token for it.
 func (s *stack) hydraClient(ctx context.Context, i int) (client, error) {
 	secret := make([]byte, 16)
@@ -171,7 +188,7 @@ func (s *stack) hydraClient(ctx context.Context, i int) (client, error) {
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	resp.Body.Close()
 	if err != nil || resp.StatusCode != http.StatusCreated || json.Unmarshal(b, &created) != nil || created.ID == "" {
-		return client{}, fmt.Errorf("hydra POST /admin/clients: %d %s %v", resp.StatusCode, b, err)
+		return client{}, fmt.Errorf("hydra POST /admin/clients: %d %s %v", resp.StatusCode, bytes.TrimSpace(b), err)
 	}
 	c := client{ID: created.ID, Secret: hex.EncodeToString(secret)}
 	st, b, err := s.do(ctx, http.MethodPost, s.hydraPublicURL+"/oauth2/token", c.basic(), "grant_type=client_credentials&scope="+hydraScope)
