@@ -121,11 +121,7 @@ func npmCached(t *testing.T, src string) string {
 		fmt.Fprintf(h, "%s %d\n", f, len(b))
 		h.Write(b)
 	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = os.TempDir()
-	}
-	root := filepath.Join(cache, "authplatform-e2e", "npm")
+	root := e2etest.CacheDir("npm")
 	entry := filepath.Join(root, hex.EncodeToString(h.Sum(nil))[:32])
 	modules := filepath.Join(entry, "node_modules")
 	if _, err := os.Stat(modules); err == nil {

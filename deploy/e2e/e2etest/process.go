@@ -50,8 +50,9 @@ func RepoRoot(t testing.TB) string {
 	t.Helper()
 	root.once.Do(func() {
 		out, err := exec.Command("go", "env", "GOMOD").Output()
-		root.dir = filepath.Dir(strings.TrimSpace(string(out)))
-		if err != nil || strings.TrimSpace(string(out)) == "" {
+		if gomod := strings.TrimSpace(string(out)); err == nil && gomod != "" {
+			root.dir = filepath.Dir(gomod)
+		} else {
 			root.err = fmt.Errorf("go env GOMOD: %v", err)
 		}
 	})
@@ -89,13 +90,22 @@ func BuildServers(t testing.TB) string {
 	return built.dir
 }
 
-func buildServers(repo string) (string, error) {
+// CacheDir is the directory of the end-to-end suites' cache entries of
+// kind (the built servers, the Node.js clients' packages) under the
+// user's cache (os.UserCacheDir; the temporary directory without one).
+func CacheDir(kind string) string {
 	cache, err := os.UserCacheDir()
 	if err != nil {
 		cache = os.TempDir()
 	}
+	return filepath.Join(cache, "authplatform-e2e", kind)
+}
+
+// buildServers builds both servers into the cache directory of the
+// checkout at repo (BuildServers).
+func buildServers(repo string) (string, error) {
 	sum := sha256.Sum256([]byte(repo))
-	dir := filepath.Join(cache, "authplatform-e2e", "bin", hex.EncodeToString(sum[:8]))
+	dir := filepath.Join(CacheDir("bin"), hex.EncodeToString(sum[:8]))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
