@@ -18,7 +18,8 @@ import (
 // the kernel's own choice of a free port allowed (TestTopology once failed:
 // a resourceserver's metrics listener on :0 took the port just given to the
 // next replica); and below ClusterPort's nodes (20000 and up) and their bus
-// ports (30000 and up).
+// ports (30000 and up). It is never a port the Fetch standard blocks
+// (fetchBadPort), which Node.js's fetch refuses to connect to.
 func FreePort(t testing.TB) int {
 	t.Helper()
 	p, err := LoopbackPort()
@@ -32,6 +33,9 @@ func FreePort(t testing.TB) int {
 func LoopbackPort() (int, error) {
 	for range 500 {
 		p := freePortLow + rand.IntN(freePortHigh-freePortLow)
+		if p == fetchBadPort {
+			continue
+		}
 		if _, taken := handedOut.LoadOrStore(p, true); taken {
 			continue
 		}
@@ -46,6 +50,13 @@ func LoopbackPort() (int, error) {
 const freePortLow, freePortHigh = 10000, 20000
 
 var handedOut sync.Map
+
+// fetchBadPort is the one port of FreePort's range on the Fetch standard's
+// list of bad ports (fetch.spec.whatwg.org, "port blocking"): Node.js's
+// fetch (undici) fails on it with "bad port" before connecting. CI's
+// oauth4webapi test once drew it for the token service ("TypeError: fetch
+// failed").
+const fetchBadPort = 10080
 
 // ClusterPort returns a loopback port below 55535 such that it and its
 // cluster bus port (port + 10000) are both free: Redis refuses a node whose
