@@ -23,6 +23,7 @@ import (
 
 	"github.com/partnerapi/authplatform/authserver/tokenserver"
 	"github.com/partnerapi/authplatform/deploy/e2e/e2etest"
+	"github.com/partnerapi/authplatform/deploy/e2e/inprocess"
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
 	"github.com/partnerapi/authplatform/pkg/clientip"
 	"github.com/partnerapi/authplatform/pkg/clients"
@@ -73,7 +74,7 @@ type stack struct {
 
 	authLogs, resLogs, serverLogs *logtest.Sink
 	auth                          *tokenserver.Server
-	servers                       *e2etest.Servers
+	servers                       *inprocess.Servers
 	handler                       http.Handler // the edge: both servers
 	addr                          string       // host:port of the real server
 	// readBeforeAnswer is, for the connection that most recently started
@@ -159,7 +160,7 @@ func newStack(t testing.TB, opts ...option) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	servers := e2etest.NewServers(t, e2etest.Config{
+	servers := inprocess.NewServers(t, inprocess.Config{
 		Issuer: issuer, Audience: audience, AuthRedis: rdb, KeyPrefix: s.prefix, Keys: s.keys, Trust: trust,
 		FailuresPerMinute: cfg.failuresPerMinute, Now: func() time.Time { return s.tokenNow }, RateNow: s.rate.Now,
 		AuthLogger: newLogger(t, s.authLogs), APILogger: newLogger(t, s.resLogs),
@@ -182,7 +183,7 @@ func newStack(t testing.TB, opts ...option) *stack {
 			t.Errorf("server: %v", err)
 		}
 	})
-	e2etest.NewOrg(t, s.store, "acme", "Acme Hospital")
+	inprocess.NewOrg(t, s.store, "acme", "Acme Hospital")
 	return s
 }
 
@@ -205,7 +206,7 @@ func (s *stack) checked() int64 {
 // client creates an active client of org "acme" and returns its id and secret.
 func (s *stack) client(audience string, scopes ...string) (string, string) {
 	s.t.Helper()
-	return e2etest.NewClient(s.t, s.store, "acme", audience, scopes...)
+	return inprocess.NewClient(s.t, s.store, "acme", audience, scopes...)
 }
 
 // token issues a token directly (as the token service would) at the

@@ -20,7 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/partnerapi/authplatform/authserver/tokenserver"
-	"github.com/partnerapi/authplatform/deploy/e2e/e2etest"
+	"github.com/partnerapi/authplatform/deploy/e2e/inprocess"
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/redisconn"
@@ -87,7 +87,7 @@ func startStack(t *testing.T, redisURL string) *stack {
 		return rdb
 	}
 
-	servers := e2etest.NewServers(t, e2etest.Config{
+	servers := inprocess.NewServers(t, inprocess.Config{
 		Issuer: issuer, Audience: audience, AuthRedis: open(), APIRedis: open(),
 		// The tests present wrong and revoked secrets on purpose; the
 		// per-address limit of failures is not what they are about.

@@ -14,7 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/partnerapi/authplatform/authserver/tokenserver"
-	"github.com/partnerapi/authplatform/deploy/e2e/e2etest"
+	"github.com/partnerapi/authplatform/deploy/e2e/inprocess"
 	"github.com/partnerapi/authplatform/pkg/clientip"
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/logging"
@@ -104,7 +104,7 @@ func newStack(t testing.TB, opts ...stackOption) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	servers := e2etest.NewServers(t, e2etest.Config{
+	servers := inprocess.NewServers(t, inprocess.Config{
 		Issuer: s.issuer, Audience: audience, AuthRedis: s.rdb, KeyPrefix: prefix, Trust: cfg.trust,
 		Now: s.serverNow.Now, RateNow: s.rate.Now, AuthLogger: logger, APILogger: logger,
 	})
@@ -114,7 +114,7 @@ func newStack(t testing.TB, opts ...stackOption) *stack {
 	handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
 		switch {
-		case e2etest.IsAuthPath(r.URL.Path):
+		case inprocess.IsAuthPath(r.URL.Path):
 			if r.URL.Path == tokenserver.PathToken {
 				s.tokens.Add(1)
 			}
@@ -132,7 +132,7 @@ func newStack(t testing.TB, opts ...stackOption) *stack {
 	hs.Start()
 	t.Cleanup(hs.Close)
 	s.url = hs.URL
-	e2etest.NewOrg(t, s.store, "acme", "Acme Hospital")
+	inprocess.NewOrg(t, s.store, "acme", "Acme Hospital")
 	return s
 }
 
@@ -153,7 +153,7 @@ func (r *recorder) WriteHeader(code int) {
 // client creates an active client of org "acme" and returns its id and secret.
 func (s *stack) client(audience string, scopes ...string) (string, string) {
 	s.t.Helper()
-	return e2etest.NewClient(s.t, s.store, "acme", audience, scopes...)
+	return inprocess.NewClient(s.t, s.store, "acme", audience, scopes...)
 }
 
 // history returns the answers so far.

@@ -1,4 +1,4 @@
-package e2etest
+package inprocess
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/partnerapi/authplatform/authserver/tokenserver"
+	"github.com/partnerapi/authplatform/deploy/e2e/e2etest"
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
 	"github.com/partnerapi/authplatform/pkg/clientip"
 	"github.com/partnerapi/authplatform/pkg/clients"
@@ -59,7 +60,7 @@ type Servers struct {
 
 // NewServers wires both servers as deploy/local does, their per-request
 // scripts automatically pipelined when the servers' would be on the same
-// Redis with the test's REDIS_AUTOPIPELINE (AutoPipeline).
+// Redis with the test's REDIS_AUTOPIPELINE (e2etest.AutoPipeline).
 func NewServers(t testing.TB, cfg Config) *Servers {
 	t.Helper()
 	if cfg.APIRedis == nil {
@@ -88,7 +89,7 @@ func NewServers(t testing.TB, cfg Config) *Servers {
 		s   *clients.Store
 		rdb redis.UniversalClient
 	}{{s.Store, cfg.AuthRedis}, {apiStore, cfg.APIRedis}} {
-		if AutoPipeline(t) {
+		if e2etest.AutoPipeline(t) {
 			if err := store.s.UseAutoPipeline(); err != nil {
 				t.Fatal(err)
 			}
