@@ -187,17 +187,27 @@ func (s *Server) startCommand(cmd *exec.Cmd) {
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatalf("redistest: start %s: %v", cmd.Path, err)
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	rdb := redis.NewClient(probeOptions(s.Addr()))
 	defer rdb.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		if rdb.Ping(context.Background()).Err() == nil {
 			return
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond)
 	}
 	log, _ := os.ReadFile(filepath.Join(s.Dir, "redis.log"))
 	s.t.Fatalf("redistest: %s on %s did not answer: %s", cmd.Path, s.Addr(), log)
+}
+
+// probeOptions are the options of the short-lived clients that poll a
+// node this package started (is it up, what does INFO say): one dial
+// attempt and no retry, since the poll loop is the retry. go-redis's
+// defaults (five dial attempts 100 ms apart, three retries with backoff)
+// made every start wait 100 ms for a server that answers in a few (the
+// first dial is refused while redis-server starts).
+func probeOptions(addr string) *redis.Options {
+	return &redis.Options{Addr: addr, DialTimeout: 500 * time.Millisecond, ReadTimeout: time.Second, MaxRetries: -1, DialerRetries: 1}
 }
 
 // Kill stops the server with SIGKILL (a crash) and waits for it to exit. A

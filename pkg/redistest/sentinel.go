@@ -60,7 +60,7 @@ func StartSentinel(t testing.TB) *Sentinel {
 	})
 	testwait.Eventually(t, 30*time.Second, "sentinels know the replica and each other", func() bool {
 		for _, s := range g.Sentinels {
-			c := redis.NewSentinelClient(&redis.Options{Addr: s.Addr(), DialTimeout: 500 * time.Millisecond})
+			c := redis.NewSentinelClient(probeOptions(s.Addr()))
 			m, err := c.Master(ctx, g.Master).Result()
 			_ = c.Close()
 			if err != nil || m["num-slaves"] != "1" || m["num-other-sentinels"] != "2" {
@@ -96,7 +96,7 @@ func (g *Sentinel) byAddr(addr string) *Server {
 // currentPrimary asks the sentinels which node is the primary now.
 func (g *Sentinel) currentPrimary(ctx context.Context) *Server {
 	for _, s := range g.Sentinels {
-		c := redis.NewSentinelClient(&redis.Options{Addr: s.Addr(), DialTimeout: 500 * time.Millisecond})
+		c := redis.NewSentinelClient(probeOptions(s.Addr()))
 		addr, err := c.GetMasterAddrByName(ctx, g.Master).Result()
 		_ = c.Close()
 		if err == nil && len(addr) == 2 {

@@ -66,7 +66,7 @@ func requireBinary(t testing.TB, name string) {
 // infoField reads one field of INFO section from a node ("" when the node
 // does not answer).
 func infoField(ctx context.Context, s *Server, section, field string) string {
-	c := redis.NewClient(&redis.Options{Addr: s.Addr(), DialTimeout: 500 * time.Millisecond, ReadTimeout: time.Second, MaxRetries: -1})
+	c := redis.NewClient(probeOptions(s.Addr()))
 	defer c.Close()
 	info, err := c.Info(ctx, section).Result()
 	if err != nil {
@@ -127,7 +127,7 @@ func StartCluster(t testing.TB) *Cluster {
 // infoOf runs a command that answers INFO-style text (CLUSTER INFO) and
 // reads one field.
 func infoOf(ctx context.Context, s *Server, command, field string) string {
-	c := redis.NewClient(&redis.Options{Addr: s.Addr(), DialTimeout: 500 * time.Millisecond, ReadTimeout: time.Second, MaxRetries: -1})
+	c := redis.NewClient(probeOptions(s.Addr()))
 	defer c.Close()
 	parts := strings.Fields(command)
 	args := make([]any, len(parts))
@@ -204,7 +204,7 @@ func (c *Cluster) keySlot(ctx context.Context, key string) (int64, error) {
 		if !n.Running() {
 			continue
 		}
-		cl := redis.NewClient(&redis.Options{Addr: n.Addr(), DialTimeout: 500 * time.Millisecond, ReadTimeout: time.Second, MaxRetries: -1})
+		cl := redis.NewClient(probeOptions(n.Addr()))
 		slot, err := cl.ClusterKeySlot(ctx, key).Result()
 		_ = cl.Close()
 		if err == nil {
@@ -222,7 +222,7 @@ func (c *Cluster) slotPrimary(ctx context.Context, slot int64) (*Server, error) 
 		if !n.Running() {
 			continue
 		}
-		cl := redis.NewClient(&redis.Options{Addr: n.Addr(), DialTimeout: 500 * time.Millisecond, ReadTimeout: time.Second, MaxRetries: -1})
+		cl := redis.NewClient(probeOptions(n.Addr()))
 		shards, err := cl.ClusterShards(ctx).Result()
 		_ = cl.Close()
 		if err != nil {
