@@ -24,13 +24,14 @@ import (
 
 // TestMain lets the test binary be the authserver binary: with
 // AUTHSERVER_TEST_MAIN=1 it runs main, so that tests see the real exit
-// status, stdout and stderr of a process.
+// status, stdout and stderr of a process. The tests run through
+// redistest.RunMain: they mostly wait on Redis and on the processes.
 func TestMain(m *testing.M) {
 	if os.Getenv("AUTHSERVER_TEST_MAIN") == "1" {
 		main()
 		return
 	}
-	os.Exit(m.Run())
+	os.Exit(redistest.RunMain(m))
 }
 
 // exec runs `authserver args...` as a process with env (and nothing of the

@@ -69,9 +69,11 @@ func plural(n int, one, many string) string {
 	return strconv.Itoa(n) + " " + many
 }
 
-// nodeClient is a client of one node, for the set-up.
+// nodeClient is a client of one node, for the set-up: one dial attempt
+// and no retry, since the set-up's loops poll (go-redis's five dial
+// attempts 100 ms apart held each node's first answer 100 ms).
 func nodeClient(addr string) *redis.Client {
-	return redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, ReadTimeout: 5 * time.Second, MaxRetries: -1,
+	return redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, ReadTimeout: 5 * time.Second, MaxRetries: -1, DialerRetries: 1,
 		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}})
 }
 

@@ -88,6 +88,7 @@ func TestAutoPipelineDroppedConnections(t *testing.T) {
 // (luascript.Script.Submit), a request queued behind a held batch waited
 // for that batch and then for its own.
 func TestAutoPipelineFrozenWait(t *testing.T) {
+	t.Parallel() // it mostly waits on the frozen Redis, its own
 	srv := redistest.StartServer(t)
 	store, ref := pipelinedStore(t, srv)
 	ctx := context.Background()

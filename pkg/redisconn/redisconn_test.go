@@ -17,11 +17,9 @@ import (
 
 // TestMain: the Cluster tests mostly wait on their redis-server processes
 // (a node turns writable 2 s after it starts; a slot is held moving for the
-// command budget), so more of them run at once than go test's default.
-func TestMain(m *testing.M) {
-	redistest.ParallelWaits()
-	os.Exit(m.Run())
-}
+// command budget), so more of them run at once than go test's default
+// (redistest.RunMain).
+func TestMain(m *testing.M) { os.Exit(redistest.RunMain(m)) }
 
 func open(t *testing.T, url string) redis.UniversalClient {
 	t.Helper()

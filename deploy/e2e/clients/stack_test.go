@@ -40,7 +40,7 @@ const (
 	scope     = "patients.read"
 )
 
-func TestMain(m *testing.M) { os.Exit(e2etest.RunMain(m)) }
+func TestMain(m *testing.M) { os.Exit(redistest.RunMain(m)) }
 
 // stack is the token service and the resource server, each a process of
 // the real binary, and the CLI's environment.

@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/partnerapi/authplatform/pkg/logtest"
-	"github.com/partnerapi/authplatform/pkg/redistest"
 )
 
 // StartTimeout bounds the wait for a process to be ready.
@@ -143,12 +142,6 @@ func lockBuild(path string) (func(), error) {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
 	return func() { f.Close() }, nil
-}
-
-// RunMain is a TestMain body: redistest.RunMain. It returns the exit code.
-func RunMain(m *testing.M) int {
-	redistest.ParallelWaits()
-	return redistest.RunMain(m)
 }
 
 // BaseEnv is the environment every process starts from: none of the test's

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/partnerapi/authplatform/deploy/e2e/e2etest"
+	"github.com/partnerapi/authplatform/pkg/redistest"
 )
 
 // The process kit (deploy/e2e/e2etest) by the names this package's tests use.
@@ -23,7 +24,7 @@ var (
 	waitOK         = e2etest.WaitOK
 )
 
-func TestMain(m *testing.M) { os.Exit(e2etest.RunMain(m)) }
+func TestMain(m *testing.M) { os.Exit(redistest.RunMain(m)) }
 
 // servedBy waits until one of servers has logged the request with the given
 // id and returns that server and the record.
