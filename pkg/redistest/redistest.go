@@ -187,11 +187,14 @@ func (s *Server) startCommand(cmd *exec.Cmd) {
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatalf("redistest: start %s: %v", cmd.Path, err)
 	}
-	rdb := redis.NewClient(probeOptions(s.Addr()))
-	defer rdb.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		if rdb.Ping(context.Background()).Err() == nil {
+		// A client per try: go-redis's pool stops dialling for a second
+		// after PoolSize refused dials in a row, which 5 ms tries reach.
+		rdb := redis.NewClient(probeOptions(s.Addr()))
+		err := rdb.Ping(context.Background()).Err()
+		_ = rdb.Close()
+		if err == nil {
 			return
 		}
 		time.Sleep(5 * time.Millisecond)
@@ -201,8 +204,8 @@ func (s *Server) startCommand(cmd *exec.Cmd) {
 }
 
 // probeOptions are the options of the short-lived clients that poll a
-// node this package started (is it up, what does INFO say): one dial
-// attempt and no retry, since the poll loop is the retry. go-redis's
+// node this package started (is it up, what does INFO say), one client per
+// try: one dial attempt and no retry, since the poll loop is the retry. go-redis's
 // defaults (five dial attempts 100 ms apart, three retries with backoff)
 // made every start wait 100 ms for a server that answers in a few (the
 // first dial is refused while redis-server starts).
