@@ -124,7 +124,7 @@ func (c *Cluster) MoveSlotKeyByKey(t testing.TB, slot int, to *Server, pause fun
 func StartUnassignedNode(t testing.TB) *Server {
 	t.Helper()
 	requireBinary(t, "redis-server")
-	n := startNode(t, clusterPort(t), "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
+	n := startNode(t, clusterPort, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
 	t.Cleanup(n.Kill)
 	return n
 }

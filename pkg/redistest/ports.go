@@ -1,11 +1,12 @@
 package redistest
 
 import (
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -58,18 +59,58 @@ var handedOut sync.Map
 // failed").
 const fetchBadPort = 10080
 
-// ClusterPort returns a loopback port below 55535 such that it and its
-// cluster bus port (port + 10000) are both free: Redis refuses a node whose
-// bus port would pass 65535. The load harness (deploy/bench) starts its
-// Cluster nodes on such ports too.
+// ClusterPort returns a loopback port such that it and its cluster bus port
+// (port + 10000) are both free and below the kernel's ephemeral range
+// (ephemeralLow), never the same port twice in a process. Outgoing
+// connections take their local port from that range: while the old range
+// (20000-44999, bus ports up to 54999) reached into it, a client's
+// connection could take a bus port between the check and redis-server's
+// bind, and the node exited ("Could not create server TCP listening socket
+// 127.0.0.1:44776: bind: Address already in use"; pkg/clients' shared
+// Cluster failed to start in a run of the quick suite on 2026-11-28). With
+// the kernel's default range (from 32768) that leaves nodes 20000-22767 and
+// bus ports 30000-32767, apart from FreePort's 10000-19999. A kernel whose
+// range starts lower gets the old range. Redis refuses a node whose bus
+// port would pass 65535. The load harness (deploy/bench) starts its Cluster
+// nodes on such ports too.
 func ClusterPort() (int, error) {
-	for range 200 {
-		p := 20000 + rand.IntN(25000)
-		if portFree(p) && portFree(p+10000) {
+	high := min(ephemeralLow(), 65536) - clusterBusOffset
+	if high-clusterPortLow < 1000 {
+		high = 45000
+	}
+	for range 500 {
+		p := clusterPortLow + rand.IntN(high-clusterPortLow)
+		if _, taken := handedOut.LoadOrStore(p, true); taken {
+			continue
+		}
+		if portFree(p) && portFree(p+clusterBusOffset) {
 			return p, nil
 		}
 	}
-	return 0, errors.New("redistest: no free port pair for a cluster node")
+	return 0, fmt.Errorf("redistest: no free port pair for a cluster node in %d-%d", clusterPortLow, high-1)
+}
+
+// clusterPortLow is where ClusterPort's nodes start; clusterBusOffset is
+// Redis's distance from a node's port to its cluster bus port.
+const clusterPortLow, clusterBusOffset = 20000, 10000
+
+// ephemeralLow is the first port of the kernel's range for the local ports
+// of outgoing connections (Linux's net.ipv4.ip_local_port_range), or
+// 32768, its default, where it cannot be read.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 32768
+	}
+	p, err := strconv.Atoi(f[0])
+	if err != nil || p <= 0 {
+		return 32768
+	}
+	return p
 }
 
 func clusterPort(t testing.TB) int {

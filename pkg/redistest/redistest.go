@@ -1,9 +1,11 @@
 package redistest
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -141,7 +143,9 @@ type Server struct {
 	Dir  string
 	Args []string
 	cmd  *exec.Cmd
-	t    testing.TB
+	// exited is closed when cmd has exited (its Wait returned).
+	exited chan struct{}
+	t      testing.TB
 }
 
 // StartServer starts redis-server on a free loopback port with extra
@@ -155,9 +159,29 @@ func StartServer(t testing.TB, args ...string) *Server {
 		}
 		t.Skipf("redistest: redis-server is not installed: %v", err)
 	}
-	s := &Server{Port: FreePort(t), Dir: t.TempDir(), Args: args, t: t}
-	s.Start()
+	s := startFresh(t, FreePort, args)
 	t.Cleanup(func() { s.Kill() })
+	return s
+}
+
+// startFresh starts a new redis-server with args on a port pick chooses,
+// in a new data directory, and waits until it answers. A port is only
+// known free when it is checked: when another process took it (or a
+// Cluster node's bus port) before redis-server bound it, the server exits
+// at once, and startFresh tries again on another port, up to three times.
+func startFresh(t testing.TB, pick func(testing.TB) int, args []string) *Server {
+	t.Helper()
+	var s *Server
+	var err error
+	for range 3 {
+		s = &Server{Port: pick(t), Dir: t.TempDir(), Args: args, t: t}
+		if err = s.launch(s.command()); !errors.Is(err, errPortTaken) {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 	return s
 }
 
@@ -171,36 +195,68 @@ func (s *Server) URL() string { return "redis://" + s.Addr() + "/0" }
 // it answers.
 func (s *Server) Start() {
 	s.t.Helper()
+	s.startCommand(s.command())
+}
+
+// command is the redis-server command line of s.
+func (s *Server) command() *exec.Cmd {
 	args := append([]string{
 		"--port", strconv.Itoa(s.Port), "--bind", "127.0.0.1", "--dir", s.Dir,
 		"--save", "", "--daemonize", "no", "--logfile", filepath.Join(s.Dir, "redis.log"),
 	}, s.Args...)
-	s.startCommand(exec.Command("redis-server", args...))
+	return exec.Command("redis-server", args...)
 }
 
 // startCommand starts cmd (a redis-server or redis-sentinel of s) and waits
-// until it answers PING.
+// until it answers PING; the test fails if it does not.
 func (s *Server) startCommand(cmd *exec.Cmd) {
 	s.t.Helper()
-	cmd.SysProcAttr = sysProcAttr()
-	s.cmd = cmd
-	if err := s.cmd.Start(); err != nil {
-		s.t.Fatalf("redistest: start %s: %v", cmd.Path, err)
+	if err := s.launch(cmd); err != nil {
+		s.t.Fatal(err)
 	}
+}
+
+// errPortTaken: the server exited because its port, or its cluster bus
+// port, was in use (launch's error wraps it).
+var errPortTaken = errors.New("port in use")
+
+// launch starts cmd and waits until it answers PING. It fails at once
+// when the process exits (with its log; errPortTaken when it could not
+// bind), and after 10 s without an answer (the process is killed).
+func (s *Server) launch(cmd *exec.Cmd) error {
+	cmd.SysProcAttr = sysProcAttr()
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("redistest: start %s: %w", cmd.Path, err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	s.cmd, s.exited = cmd, exited
 	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	for {
 		// A client per try: go-redis's pool stops dialling for a second
 		// after PoolSize refused dials in a row, which 5 ms tries reach.
 		rdb := redis.NewClient(probeOptions(s.Addr()))
 		err := rdb.Ping(context.Background()).Err()
 		_ = rdb.Close()
 		if err == nil {
-			return
+			return nil
 		}
-		time.Sleep(5 * time.Millisecond)
+		select {
+		case <-exited:
+			s.cmd = nil
+			log, _ := os.ReadFile(filepath.Join(s.Dir, "redis.log"))
+			if bytes.Contains(log, []byte("Address already in use")) {
+				return fmt.Errorf("redistest: %s on %s exited: %w: %s", cmd.Path, s.Addr(), errPortTaken, log)
+			}
+			return fmt.Errorf("redistest: %s on %s exited (%s): %s", cmd.Path, s.Addr(), cmd.ProcessState, log)
+		case <-time.After(5 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			s.Kill()
+			log, _ := os.ReadFile(filepath.Join(s.Dir, "redis.log"))
+			return fmt.Errorf("redistest: %s on %s did not answer in 10 s: %s", cmd.Path, s.Addr(), log)
+		}
 	}
-	log, _ := os.ReadFile(filepath.Join(s.Dir, "redis.log"))
-	s.t.Fatalf("redistest: %s on %s did not answer: %s", cmd.Path, s.Addr(), log)
 }
 
 // probeOptions are the options of the short-lived clients that poll a
@@ -221,7 +277,7 @@ func (s *Server) Kill() {
 	}
 	_ = s.cmd.Process.Signal(syscall.SIGCONT)
 	_ = s.cmd.Process.Kill()
-	_ = s.cmd.Wait()
+	<-s.exited
 	s.cmd = nil
 }
 

@@ -35,9 +35,9 @@ func StartSentinel(t testing.TB) *Sentinel {
 	requireBinary(t, "redis-server")
 	requireBinary(t, "redis-sentinel")
 	g := &Sentinel{Master: "partnerapi"}
-	primary := startNode(t, FreePort(t))
+	primary := startNode(t, FreePort)
 	t.Cleanup(primary.Kill)
-	replica := startNode(t, FreePort(t), "--replicaof", "127.0.0.1", strconv.Itoa(primary.Port))
+	replica := startNode(t, FreePort, "--replicaof", "127.0.0.1", strconv.Itoa(primary.Port))
 	t.Cleanup(replica.Kill)
 	g.Nodes = []*Server{primary, replica}
 	for range 3 {

@@ -43,12 +43,11 @@ type Topology interface {
 // of after repl-diskless-sync-delay's 5 s.
 var nodeArgs = []string{"--appendonly", "yes", "--appendfsync", "everysec", "--repl-diskless-sync-delay", "0"}
 
-// startNode starts one redis-server of a topology on port with extra args.
-func startNode(t testing.TB, port int, args ...string) *Server {
+// startNode starts one redis-server of a topology on a port pick chooses,
+// with extra args.
+func startNode(t testing.TB, pick func(testing.TB) int, args ...string) *Server {
 	t.Helper()
-	s := &Server{Port: port, Dir: t.TempDir(), Args: append(append([]string{}, nodeArgs...), args...), t: t}
-	s.Start()
-	return s
+	return startFresh(t, pick, append(append([]string{}, nodeArgs...), args...))
 }
 
 // requireBinary fails the test under CI when a command is missing and
@@ -98,7 +97,7 @@ func StartCluster(t testing.TB) *Cluster {
 	requireBinary(t, "redis-cli")
 	c := &Cluster{}
 	for range 6 {
-		n := startNode(t, clusterPort(t), "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+		n := startNode(t, clusterPort, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
 			"--cluster-node-timeout", "2000", "--cluster-replica-validity-factor", "0")
 		t.Cleanup(n.Kill)
 		c.Nodes = append(c.Nodes, n)
