@@ -98,19 +98,13 @@ const clusterPortLow, clusterBusOffset = 20000, 10000
 // of outgoing connections (Linux's net.ipv4.ip_local_port_range), or
 // 32768, its default, where it cannot be read.
 func ephemeralLow() int {
-	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
-	if err != nil {
-		return 32768
+	b, _ := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if f := strings.Fields(string(b)); len(f) > 0 {
+		if p, err := strconv.Atoi(f[0]); err == nil && p > 0 {
+			return p
+		}
 	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return 32768
-	}
-	p, err := strconv.Atoi(f[0])
-	if err != nil || p <= 0 {
-		return 32768
-	}
-	return p
+	return 32768
 }
 
 func clusterPort(t testing.TB) int {

@@ -244,7 +244,7 @@ func (s *Server) launch(cmd *exec.Cmd) error {
 		select {
 		case <-exited:
 			s.cmd = nil
-			log, _ := os.ReadFile(filepath.Join(s.Dir, "redis.log"))
+			log := s.log()
 			if bytes.Contains(log, []byte("Address already in use")) {
 				return fmt.Errorf("redistest: %s on %s exited: %w: %s", cmd.Path, s.Addr(), errPortTaken, log)
 			}
@@ -253,10 +253,15 @@ func (s *Server) launch(cmd *exec.Cmd) error {
 		}
 		if time.Now().After(deadline) {
 			s.Kill()
-			log, _ := os.ReadFile(filepath.Join(s.Dir, "redis.log"))
-			return fmt.Errorf("redistest: %s on %s did not answer in 10 s: %s", cmd.Path, s.Addr(), log)
+			return fmt.Errorf("redistest: %s on %s did not answer in 10 s: %s", cmd.Path, s.Addr(), s.log())
 		}
 	}
+}
+
+// log is the server's log file (its start's messages), empty when unreadable.
+func (s *Server) log() []byte {
+	b, _ := os.ReadFile(filepath.Join(s.Dir, "redis.log"))
+	return b
 }
 
 // probeOptions are the options of the short-lived clients that poll a
