@@ -171,6 +171,10 @@ func Ping(ctx context.Context, rdb redis.UniversalClient, timeout time.Duration)
 //     69.7% and 71.9% of the harness's ceiling against 79.4% and 75.3% at
 //     300), and a fixed flush delay, which replaces the wait, cost more CPU
 //     than the idle time it freed (1 ns: 103 µs per /me against 63).
+//     On a slower machine (2026-11-28 18:15-18:40 UTC, eight alternations
+//     of 32 and 300 at 1 x 8 s each) neither size did better: the medians
+//     of /me's req/s over the ceiling's in the same run were 58.6% and
+//     55.9%, introspection's 55.2% and 56.9%, the token's 39.1% and 38.5%.
 //   - Up to 64 batches may be in flight at once, in no particular order
 //     (Unordered). With the default of one, every batch waits for the one
 //     before it, and a batch sent to a frozen primary, held for the command
@@ -208,6 +212,8 @@ func AutoPipelineOptions(rdb redis.UniversalClient) *redis.AutoPipelineOptions {
 
 // pipelineBatch is the largest batch of scripts on one node and with
 // Sentinel (AutoPipelineOptions says why). A Cluster keeps go-redis's 300:
-// its full-duplex pipes do not wait for arrivals the same way, and this
-// was not measured there.
+// its full-duplex pipes do not wait for arrivals the same way, and 32 did
+// worse there (3 x 1 Cluster, 2026-11-28 18:31-18:35 UTC, two alternations
+// of 1 x 8 s: introspection 10,606 and 11,751 req/s against 13,132 and
+// 15,934, /me 11,584 and 13,360 against 11,870 and 14,680).
 const pipelineBatch = 32
