@@ -48,38 +48,60 @@ local function wl_slot(s, j)
   return ((a * 256 + b) * 256 + c) * 256 + d, (e * 256 + f) * 256 + g
 end
 
--- wl_b32 and wl_b48 split v into 4 and 6 big-endian bytes; the strings
--- are made by one string.char each (smaller strings joined cost more).
-local function wl_b32(v)
-  local d = v % 256
-  v = (v - d) / 256
-  local c = v % 256
-  v = (v - c) / 256
-  local b = v % 256
-  return (v - b) / 256, b, c, d
-end
-
-local function wl_b48(v)
-  local lo = v % 4294967296
-  local hi = (v - lo) / 4294967296
-  local c, d, e, f = wl_b32(lo)
-  return (hi - hi % 256) / 256, hi % 256, c, d, e, f
-end
-
--- wl_rec packs a bucket's count and newest offset.
+-- wl_rec packs a bucket's count (4 bytes) and newest offset (3 bytes), and
+-- wl_header last, tail, total (6 bytes each) and b (4 bytes), big-endian,
+-- each in one string.char. The bytes are split inline: in Redis's Lua a
+-- function call costs about as much as fifteen arithmetic operations and
+-- every string made about as much as sixty (callgrind, deploy/bench/
+-- PROFILES.md, 2026-11-28 20:40 UTC), and helpers returning a number's bytes
+-- made these two 23,000 of an admission's 158,000 instructions (15,000 now).
 local function wl_rec(n, off)
-  local a, b, c, d = wl_b32(n)
-  local _, e, f, g = wl_b32(off)
-  return string.char(a, b, c, d, e, f, g)
+  local n4 = n % 256
+  n = (n - n4) / 256
+  local n3 = n % 256
+  n = (n - n3) / 256
+  local n2 = n % 256
+  local o3 = off % 256
+  off = (off - o3) / 256
+  local o2 = off % 256
+  return string.char((n - n2) / 256, n2, n3, n4, (off - o2) / 256, o2, o3)
 end
 
--- wl_header packs last, tail, total (6 bytes each) and b (4 bytes).
 local function wl_header(last, tail, total, b)
-  local l1, l2, l3, l4, l5, l6 = wl_b48(last)
-  local t1, t2, t3, t4, t5, t6 = wl_b48(tail)
-  local n1, n2, n3, n4, n5, n6 = wl_b48(total)
-  local b1, b2, b3, b4 = wl_b32(b)
-  return string.char(l1, l2, l3, l4, l5, l6, t1, t2, t3, t4, t5, t6, n1, n2, n3, n4, n5, n6, b1, b2, b3, b4)
+  local l6 = last % 256
+  last = (last - l6) / 256
+  local l5 = last % 256
+  last = (last - l5) / 256
+  local l4 = last % 256
+  last = (last - l4) / 256
+  local l3 = last % 256
+  last = (last - l3) / 256
+  local l2 = last % 256
+  local t6 = tail % 256
+  tail = (tail - t6) / 256
+  local t5 = tail % 256
+  tail = (tail - t5) / 256
+  local t4 = tail % 256
+  tail = (tail - t4) / 256
+  local t3 = tail % 256
+  tail = (tail - t3) / 256
+  local t2 = tail % 256
+  local n6 = total % 256
+  total = (total - n6) / 256
+  local n5 = total % 256
+  total = (total - n5) / 256
+  local n4 = total % 256
+  total = (total - n4) / 256
+  local n3 = total % 256
+  total = (total - n3) / 256
+  local n2 = total % 256
+  local b4 = b % 256
+  b = (b - b4) / 256
+  local b3 = b % 256
+  b = (b - b3) / 256
+  local b2 = b % 256
+  return string.char((last - l2) / 256, l2, l3, l4, l5, l6, (tail - t2) / 256, t2, t3, t4, t5, t6,
+    (total - n2) / 256, n2, n3, n4, n5, n6, (b - b2) / 256, b2, b3, b4)
 end
 
 local function wl_set(s, j, n, off)
@@ -121,11 +143,13 @@ local function window_limit(key, limit, window_ms, now_ms)
   -- Drop the buckets that left, oldest first, then move tail to the oldest
   -- non-zero one. Buckets are in time order, so the first one that has not
   -- left ends the loop.
-  local stop = tail + WL_SLOTS
+  -- toff: the offset of tail's newest admission once the loop stops at it.
+  local stop, toff = tail + WL_SLOTS, 0
   while total > 0 do
     if tail == stop then total = 0 break end -- (a damaged string)
     local n, off = wl_slot(s, tail)
     if n > 0 then
+      toff = off
       if tail * b + off > gone then break end
       total = total - n
       s = wl_set(s, tail, 0, 0)
@@ -141,9 +165,10 @@ local function window_limit(key, limit, window_ms, now_ms)
       string.sub(s, WL_HEAD + 1, p) .. wl_rec(n + 1, now_ms - k * b) .. string.sub(s, p + WL_SLOT + 1)
     -- The key lives until its newest bucket, this request's, leaves.
     redis.call('SET', key, s, 'PX', window_ms)
-    -- The window's reset: when the oldest counted bucket leaves.
-    local _, off = wl_slot(s, tail)
-    return 1, total, tail * b + off + window_ms - now_ms
+    -- The window's reset: when the oldest counted bucket leaves (its
+    -- newest admission is this request's when it is the current bucket).
+    if tail == k then toff = now_ms - k * b end
+    return 1, total, tail * b + toff + window_ms - now_ms
   end
   if fresh and total > 0 then
     redis.call('SET', key, wl_header(now_ms, tail, total, b) .. string.sub(s, WL_HEAD + 1), 'PX', window_ms)
