@@ -16,7 +16,7 @@
 --     digests were stored raw)     ('' for an assertion)
 --   3 'token' or 'caller'         4 requested scope bits (-1: every scope
 --     held, -2: a scope that cannot be granted)
---   5 now_ms (0: the Redis clock) 6 window_ms   7 failure limit
+--   5 now_ms (-1: the Redis clock) 6 window_ms   7 failure limit
 --   8 the credential's failure tag               9 repeat limit
 --   10 'secret' or 'assertion'    11 '1' when the assertion's signature and
 --     claims verified against the keys of version 12   12 keys version
@@ -61,8 +61,16 @@ local assertion = ARGV[10] == 'assertion'
 -- caller reloads them and tries again (nothing was counted or written).
 if assertion and keyed and st[7] ~= ARGV[12] then return reply(STALE_KEYS) end
 
--- One clock reading for the whole script.
-local now = wl_now(tonumber(ARGV[5]))
+-- One clock reading for the whole script, taken when first needed: the
+-- failure accounting and the token limit need it, a caller that
+-- authenticates for introspection or revocation does not, and its script
+-- skips Redis's TIME (with the conversion of its reply, an eighth of that
+-- script's instructions: deploy/bench/PROFILES.md, 2026-11-28 21:10 UTC).
+local now_ms
+local function now()
+  if not now_ms then now_ms = wl_now(tonumber(ARGV[5])) end
+  return now_ms
+end
 local window, flimit = tonumber(ARGV[6]), tonumber(ARGV[7])
 -- The failure budget is looked at before the credential, so a spent budget
 -- checks nothing; a failure is counted in the same script, so no burst gets
@@ -74,18 +82,18 @@ local failures = 0
 local fb = math.floor((window + 59) / 60)
 if redis.call('EXISTS', KEYS[3]) == 1 then
   local seen = tonumber(redis.call('HGET', KEYS[4], ARGV[8]))
-  if seen and seen > now - window then
+  if seen and seen > now() - window then
     -- A credential whose failure still counts: not checked again, not a
     -- new guess; limited apart.
-    local ok, _, rwait = window_limit(KEYS[5], tonumber(ARGV[9]), window, now)
+    local ok, _, rwait = window_limit(KEYS[5], tonumber(ARGV[9]), window, now())
     if ok == 0 then return reply(TOO_MANY, 0, 0, 0, rwait, 0, 1) end
     return reply(BAD, 0, 0, 0, 0, 0, 1)
   end
-  local _, n = window_limit(KEYS[3], 0, window, now)
+  local _, n = window_limit(KEYS[3], 0, window, now())
   failures = n
 end
 if failures >= flimit then
-  local _, _, fwait = window_limit(KEYS[3], flimit, window, now)
+  local _, _, fwait = window_limit(KEYS[3], flimit, window, now())
   return reply(TOO_MANY, 0, 0, 0, fwait)
 end
 
@@ -108,14 +116,15 @@ if st[1] == 'active' then
   end
 end
 if not sid then
-  window_limit(KEYS[3], flimit, window, now)
+  window_limit(KEYS[3], flimit, window, now())
   if redis.call('HLEN', KEYS[4]) >= flimit then
     local tags = redis.call('HGETALL', KEYS[4])
+    local old = now() - window
     for i = 1, #tags, 2 do
-      if tonumber(tags[i + 1]) <= now - window then redis.call('HDEL', KEYS[4], tags[i]) end
+      if tonumber(tags[i + 1]) <= old then redis.call('HDEL', KEYS[4], tags[i]) end
     end
   end
-  redis.call('HSET', KEYS[4], ARGV[8], now)
+  redis.call('HSET', KEYS[4], ARGV[8], now())
   redis.call('PEXPIRE', KEYS[4], window + fb)
   if unknown then
     redis.call('DEL', KEYS[3], KEYS[4])
@@ -162,6 +171,6 @@ if proof == '1' and not redis.call('SET', KEYS[8], '1', 'NX', 'PX', ARGV[17]) th
   return reply(PROOF_REPLAYED, gen, want, 0, 0, 0, 0, sid)
 end
 local limit = tonumber(st[5]) or 30
-local a, c, w = window_limit(KEYS[2], limit, window, now)
+local a, c, w = window_limit(KEYS[2], limit, window, now())
 if a == 0 then return reply(TOKEN_LIMITED, gen, want, c, w, limit, 0, sid) end
 return reply(OK, gen, want, c, w, limit, 0, sid)
