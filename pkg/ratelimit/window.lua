@@ -52,9 +52,10 @@ end
 -- wl_header last, tail, total (6 bytes each) and b (4 bytes), big-endian,
 -- each in one string.char. The bytes are split inline: in Redis's Lua a
 -- function call costs about as much as fifteen arithmetic operations and
--- every string made about as much as sixty (callgrind, deploy/bench/
--- PROFILES.md, 2026-11-28 20:40 UTC), and helpers returning a number's bytes
--- made these two 23,000 of an admission's 158,000 instructions (15,000 now).
+-- every string made about as much as sixty, and helpers returning a
+-- number's bytes made these two 23,000 of an admission's 158,000
+-- instructions (15,000 now; callgrind: deploy/bench/PROFILES.md, section
+-- 2026-11-28 20:25-21:08 UTC).
 local function wl_rec(n, off)
   local n4 = n % 256
   n = (n - n4) / 256

@@ -64,8 +64,9 @@ if assertion and keyed and st[7] ~= ARGV[12] then return reply(STALE_KEYS) end
 -- One clock reading for the whole script, taken when first needed: the
 -- failure accounting and the token limit need it, a caller that
 -- authenticates for introspection or revocation does not, and its script
--- skips Redis's TIME (with the conversion of its reply, an eighth of that
--- script's instructions: deploy/bench/PROFILES.md, 2026-11-28 21:10 UTC).
+-- skips Redis's TIME (with the conversion of its reply, a ninth of that
+-- script's instructions: deploy/bench/PROFILES.md, section 2026-11-28
+-- 20:25-21:08 UTC).
 local now_ms
 local function now()
   if not now_ms then now_ms = wl_now(tonumber(ARGV[5])) end
