@@ -1,6 +1,7 @@
 package ratelimit_test
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -360,6 +361,49 @@ func TestWindowTotal(t *testing.T) {
 		}
 		if n := ratelimittest.Total("not a window"); n != 0 {
 			t.Errorf("Total of another value %d, want 0", n)
+		}
+	})
+}
+
+// TestWindowLayout pins the ring's bytes (window.lua's header comment):
+// servers of two versions share the keys during a rolling upgrade, so a
+// change to how the script packs them must keep this layout. Three
+// requests, two in one bucket and one two buckets later, then a refusal,
+// which leaves the key as it was.
+func TestWindowLayout(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		start := tAligned.Add(400 * time.Millisecond)
+		clk := testclock.New(start)
+		l := ratelimit.NewLimiter(rdb, 3, time.Minute, clk.Now) // 1,000 ms buckets
+		for _, step := range []time.Duration{0, 250 * time.Millisecond, 1450 * time.Millisecond} {
+			clk.Add(step)
+			if d, err := l.Allow(t.Context(), prefix+"k"); err != nil || !d.Allowed {
+				t.Fatalf("at +%v: %+v, %v; want admitted", clk.Now().Sub(start), d, err)
+			}
+		}
+		clk.Add(time.Millisecond)
+		if d, err := l.Allow(t.Context(), prefix+"k"); err != nil || d.Allowed {
+			t.Fatalf("4th request: %+v, %v; want refused", d, err)
+		}
+		raw, err := rdb.Get(t.Context(), prefix+"k").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		be := func(v int64, n int) []byte { // v as n big-endian bytes
+			return binary.BigEndian.AppendUint64(nil, uint64(v))[8-n:]
+		}
+		k0 := start.UnixMilli() / 1000 // the first request's bucket
+		want := make([]byte, 0, 22+7*61)
+		want = append(want, be(start.UnixMilli()+1700, 6)...) // last: the latest admission
+		want = append(want, be(k0, 6)...)                     // tail: the oldest counted bucket
+		want = append(want, be(3, 6)...)                      // total
+		want = append(want, be(1000, 4)...)                   // b, the bucket's ms
+		slots := make([]byte, 7*61)
+		copy(slots[7*(k0%61):], append(be(2, 4), be(650, 3)...))     // bucket k0: 2, newest at +650 ms
+		copy(slots[7*((k0+2)%61):], append(be(1, 4), be(100, 3)...)) // bucket k0+2: 1, at +100 ms
+		want = append(want, slots...)
+		if raw != string(want) {
+			t.Errorf("ring\n%x\nwant\n%x", raw, want)
 		}
 	})
 }
