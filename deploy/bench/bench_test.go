@@ -67,7 +67,8 @@ func TestQuickRun(t *testing.T) {
 		"token CPU/req (server + Redis) flat in registry size, load over 100 client(s) at both",
 		"me CPU/req (server + Redis), load on the hot clients vs spread",
 		"token CPU/req (server + Redis), load on the hot clients vs spread",
-		"Redis memory per registered client"} {
+		"Redis memory per registered client",
+		"token's floor (Gin + 1 EVALSHA + 1 signed token) req/s vs bare Gin JSON", "token req/s vs its floor"} {
 		if !strings.Contains(targets, "| "+want) {
 			t.Errorf("targets table lacks %q:\n%s", want, targets)
 		}

@@ -1,8 +1,8 @@
 // Command bench is the load harness of the platform: on one machine and in
 // one run it starts a real redis-server on a free port (or a Redis Cluster), builds and starts
 // the authserver, the resourceserver and a ceiling server (package
-// ceiling: a bare Gin handler and a Gin handler making one Redis round
-// trip), creates clients with rate limits high enough never to refuse, and
+// ceiling: a bare Gin handler, a Gin handler making one Redis round
+// trip, and the token's floor), creates clients with rate limits high enough never to refuse, and
 // drives each endpoint with wrk at a fixed concurrency:
 //
 //   - token:      POST /api/v1/oauth/token/ (HTTP Basic, rotating over clients)
@@ -12,6 +12,12 @@
 //   - introspect: POST /api/v1/oauth/introspect/ (each client its own token)
 //   - bare:       the ceiling's GET /bare, a fixed body as long as /me's
 //   - redis:      the ceiling's GET /redis, one EVALSHA, then the same body
+//   - sign:       the ceiling's POST /sign under the token load: the same
+//     request read, one EVALSHA, a token signed by pkg/accesstoken with the
+//     authserver's keys, the token endpoint's answer. The floor issue 28
+//     names for the token (signature, HTTP, one round trip), without the
+//     client's authentication, the limits and the access record; the
+//     targets table gives both ratios for context
 //
 // me-dpop's tokens are minted per registry size by token requests carrying
 // a proof (pkg/dpop/dpoptest keys, one per load client). Proofs are single

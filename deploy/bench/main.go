@@ -335,7 +335,8 @@ func (s *stack) start(ctx context.Context) error {
 	}
 	s.ceilURL = "http://127.0.0.1:" + strconv.Itoa(port)
 	if s.ceiling, err = startProcess("ceiling", s.dir, s.bins.ceiling, []string{
-		"--addr", "127.0.0.1:" + strconv.Itoa(port), "--body-file", bodyFile}, []string{"REDIS_URL=" + s.redisURL}); err != nil {
+		"--addr", "127.0.0.1:" + strconv.Itoa(port), "--body-file", bodyFile,
+		"--keys", keys, "--issuer", s.authURL, "--audience", audience}, []string{"REDIS_URL=" + s.redisURL}); err != nil {
 		return err
 	}
 	if err := waitHTTP(ctx, s.ceiling, s.ceilURL+"/healthz"); err != nil {
@@ -412,6 +413,10 @@ func (s *stack) probe(ctx context.Context, c client) error {
 			return err
 		}
 	}
+	st, b, err = s.do(ctx, http.MethodPost, s.ceilURL+"/sign", c.basic(), "grant_type=client_credentials")
+	if err := check("/sign", st, b, err, func(v map[string]any) bool { return v["access_token"] != nil }); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -457,6 +462,8 @@ func (s *stack) measure(ctx context.Context, sc string, size, rep int, scripts m
 		proc, base, path, kind = s.resource, s.resourceURL, "/api/v1/me/", scMe
 	case scBare, scRedis:
 		proc, base, path, kind = s.ceiling, s.ceilURL, "/"+sc, scMe
+	case scSign:
+		proc, base, path, kind = s.ceiling, s.ceilURL, "/sign", scToken
 	case scHydraToken:
 		proc, base, path, kind = s.hydra, s.hydraPublicURL, "/oauth2/token", scToken
 	case scHydraIntrospect:

@@ -191,7 +191,7 @@ func TestReportPerNodeCPU(t *testing.T) {
 
 func TestConfigHydra(t *testing.T) {
 	cfg, err := parseConfig(nil)
-	if err != nil || cfg.HydraBin != "" || !slices.Equal(cfg.Scenarios, []string{scBare, scRedis, scToken, scMe, scMeDPoP, scIntrospect, scTokenHot, scMeHot}) {
+	if err != nil || cfg.HydraBin != "" || !slices.Equal(cfg.Scenarios, []string{scBare, scRedis, scSign, scToken, scMe, scMeDPoP, scIntrospect, scTokenHot, scMeHot}) {
 		t.Errorf("default: hydra %q, scenarios %q, %v; want no Hydra and every other scenario", cfg.HydraBin, cfg.Scenarios, err)
 	}
 	cfg, err = parseConfig([]string{"--hydra-bin", "/opt/hydra"})
@@ -297,5 +297,41 @@ func TestHydraTargets(t *testing.T) {
 		if !ok || got.Limit != want.limit || got.Pass != want.pass || got.Info {
 			t.Errorf("%s: %+v, want limit %s, pass %t", what, got, want.limit, want.pass)
 		}
+	}
+}
+
+// TestReportFloor: the token's floor (sign) gets its row, and the targets
+// table shows, for context only, the floor's ratio to bare Gin and the
+// token's to its floor, each the median of per-repetition ratios.
+func TestReportFloor(t *testing.T) {
+	run := func(sc string, rep int, ok int64) measurement {
+		return measurement{Scenario: sc, Size: 1000, Rep: rep, PeakReset: true, ServerCPU: 50 * time.Microsecond * time.Duration(ok),
+			Wrk: wrkResult{Requests: ok, Duration: time.Second, P99: 2 * time.Millisecond}}
+	}
+	runs := []measurement{
+		// Floor / bare: 30%, 20%, 25% -> 25%; token / floor: 80%, 60%, 70% -> 70%.
+		run(scBare, 1, 40000), run(scSign, 1, 12000), run(scToken, 1, 9600),
+		run(scBare, 2, 40000), run(scSign, 2, 8000), run(scToken, 2, 4800),
+		run(scBare, 3, 40000), run(scSign, 3, 10000), run(scToken, 3, 7000),
+	}
+	cfg, err := parseConfig([]string{"--clients", "1000", "--reps", "3", "--scenarios", "bare,sign,token"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	report{Runs: runs, CPUs: 2}.write(&out, cfg)
+	results := section(out.String(), "## Results", "## Targets")
+	if row := findRow(results, scenarioLabels[scSign], "1,000"); row == nil || row[2] != "10,000" || row[12] != "25.0%" {
+		t.Errorf("floor row = %q, want 10,000 req/s and 25.0%% of bare:\n%s", row, results)
+	}
+	targets := section(out.String(), "## Targets", "## Every run")
+	if row := findRow(targets, "token's floor (Gin + 1 EVALSHA + 1 signed token) req/s vs bare Gin JSON", "1,000"); row == nil || row[2] != "25.0%" || row[4] != "info (not a target)" {
+		t.Errorf("floor vs bare = %q, want 25.0%%, info:\n%s", row, targets)
+	}
+	if row := findRow(targets, "token req/s vs its floor", "1,000"); row == nil || row[2] != "70.0%" || row[4] != "info (not a target)" {
+		t.Errorf("token vs floor = %q, want 70.0%%, info:\n%s", row, targets)
+	}
+	if row := findRow(targets, "token req/s vs bare Gin JSON", "1,000"); row == nil || row[2] != "17.5%" || row[4] != "MISS" {
+		t.Errorf("token vs bare = %q, want 17.5%% (24, 12, 17.5), MISS:\n%s", row, targets)
 	}
 }

@@ -2,13 +2,21 @@
 // can do per request, measured like the real servers (its own process, its
 // own CPU time and RSS) against the same requests.
 //
-//	ceiling --addr 127.0.0.1:PORT --body-file FILE   (REDIS_URL names Redis)
+//	ceiling --addr 127.0.0.1:PORT --body-file FILE --keys FILE --issuer URL --audience AUD
+//	        (REDIS_URL names Redis)
 //
 // GET /bare answers the body of FILE (a real /api/v1/me/ body, so the same
 // length) as application/json, with no middleware at all. GET /redis makes
 // one Redis round trip (EVALSHA of "return 1", loaded once) and then answers
 // the same body: the least any endpoint that consults Redis per request can
-// cost. GET /healthz answers 200 for the harness's start-up probe.
+// cost. POST /sign is the token endpoint's floor: it reads the request's
+// body, makes the same one Redis round trip, signs an access token with the
+// authserver's own code and keys (pkg/accesstoken, --keys, --issuer and
+// --audience as the authserver's, so the token is as long) and answers it
+// as the token endpoint answers one (RFC 6749 section 5.1, no-store): the
+// least an endpoint that signs a token and consults Redis once can cost,
+// the floor issue 28 names (signature, HTTP, one round trip). GET /healthz
+// answers 200 for the harness's start-up probe.
 //
 // The Redis client is the servers' own (pkg/redisconn), with the same pool.
 // On a Cluster (a redis+cluster:// REDIS_URL, bench --redis-cluster) the
@@ -20,6 +28,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -28,12 +37,16 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/partnerapi/authplatform/pkg/accesstoken"
+	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/redisconn"
 )
 
@@ -57,13 +70,24 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:0", "listen address")
 	bodyFile := fs.String("body-file", "", "the JSON body to answer (a real /api/v1/me/ body)")
+	keysFile := fs.String("keys", "", "the authserver's signing keys (a JWK set file), for POST /sign")
+	issuerName := fs.String("issuer", "", "the authserver's issuer, for POST /sign")
+	audience := fs.String("audience", "", "the authserver's audience, for POST /sign")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	if *bodyFile == "" {
-		return errors.New("--body-file is required")
+	if *bodyFile == "" || *keysFile == "" || *issuerName == "" || *audience == "" {
+		return errors.New("--body-file, --keys, --issuer and --audience are required")
 	}
 	body, err := os.ReadFile(*bodyFile)
+	if err != nil {
+		return err
+	}
+	keys, err := accesstoken.LoadKeySet(*keysFile)
+	if err != nil {
+		return err
+	}
+	issuer, err := accesstoken.NewIssuer(keys, *issuerName, *audience)
 	if err != nil {
 		return err
 	}
@@ -80,7 +104,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: newHandler(rdb, body), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: newHandler(rdb, body, issuer), ReadHeaderTimeout: 5 * time.Second}
 	fmt.Fprintf(stdout, "ceiling listening on http://%s (%d-byte body)\n", ln.Addr(), len(body))
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -94,7 +118,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return srv.Shutdown(sctx)
 }
 
-func newHandler(rdb redis.Scripter, body []byte) http.Handler {
+// signedResponse is the body of POST /sign: the token endpoint's 200
+// answer (authserver/tokenserver's tokenResponse, RFC 6749 section 5.1).
+type signedResponse struct {
+	AccessToken string `json:"access_token"`
+	ExpiresIn   int64  `json:"expires_in"`
+	Scope       string `json:"scope"`
+	TokenType   string `json:"token_type"`
+}
+
+// signedScope is the scope of POST /sign's tokens: the harness's clients
+// hold every scope and are granted it all.
+var signedScope = strings.Join(clients.AllScopes, " ")
+
+func newHandler(rdb redis.Scripter, body []byte, issuer *accesstoken.Issuer) http.Handler {
+	clientID := clients.NewClientID() // as long as a real client's
 	gin.SetMode(gin.ReleaseMode)
 	e := gin.New()
 	e.GET("/healthz", func(c *gin.Context) { c.Data(http.StatusOK, jsonContentType, []byte(`{"status":"ok"}`)) })
@@ -105,6 +143,35 @@ func newHandler(rdb redis.Scripter, body []byte) http.Handler {
 			return
 		}
 		c.Data(http.StatusOK, jsonContentType, body)
+	})
+	e.POST("/sign", func(c *gin.Context) {
+		fail := func() {
+			c.Data(http.StatusServiceUnavailable, jsonContentType, []byte(`{"error":"temporarily_unavailable"}`))
+		}
+		if _, err := io.ReadAll(io.LimitReader(c.Request.Body, 64<<10)); err != nil {
+			fail()
+			return
+		}
+		if err := trivial.Run(c.Request.Context(), rdb, nil).Err(); err != nil {
+			fail()
+			return
+		}
+		tok, claims, err := issuer.Issue(accesstoken.Grant{ClientID: clientID, Scope: signedScope, Generation: 1, Now: time.Now()})
+		if err != nil {
+			fail()
+			return
+		}
+		data, err := json.Marshal(signedResponse{AccessToken: tok, ExpiresIn: claims.ExpiresAt - claims.IssuedAt, Scope: claims.Scope, TokenType: "Bearer"})
+		if err != nil {
+			fail()
+			return
+		}
+		// The token endpoint's headers (RFC 6749 section 5.1).
+		h := c.Writer.Header()
+		h.Set("Cache-Control", "no-store")
+		h.Set("Pragma", "no-cache")
+		h.Set("Content-Length", strconv.Itoa(len(data)))
+		c.Data(http.StatusOK, jsonContentType, data)
 	})
 	return e
 }
