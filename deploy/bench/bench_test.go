@@ -68,7 +68,8 @@ func TestQuickRun(t *testing.T) {
 		"me CPU/req (server + Redis), load on the hot clients vs spread",
 		"token CPU/req (server + Redis), load on the hot clients vs spread",
 		"Redis memory per registered client",
-		"token's floor (Gin + 1 EVALSHA + 1 signed token) req/s vs bare Gin JSON", "token req/s vs its floor"} {
+		"token's floor (Gin + 1 EVALSHA + 1 signed token) req/s vs bare Gin JSON", "token req/s vs its floor",
+		"/me's floor (Gin + the bearer admission) req/s vs Gin + 1 Redis round trip", "/me req/s vs its floor"} {
 		if !strings.Contains(targets, "| "+want) {
 			t.Errorf("targets table lacks %q:\n%s", want, targets)
 		}

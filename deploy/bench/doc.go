@@ -18,6 +18,12 @@
 //     names for the token (signature, HTTP, one round trip), without the
 //     client's authentication, the limits and the access record; the
 //     targets table gives both ratios for context
+//   - admit:      the ceiling's GET /admit under the /me load: the
+//     resourceserver's bearer admission (pkg/admission: the cached token
+//     check, the admission script through the pipeliner as the
+//     resourceserver runs it), then the fixed body. /me's floor, without
+//     its answer, access record and metrics; the targets table gives its
+//     ratio to the Gin + 1 EVALSHA ceiling and /me's to it, for context
 //
 // me-dpop's tokens are minted per registry size by token requests carrying
 // a proof (pkg/dpop/dpoptest keys, one per load client). Proofs are single

@@ -336,7 +336,8 @@ func (s *stack) start(ctx context.Context) error {
 	s.ceilURL = "http://127.0.0.1:" + strconv.Itoa(port)
 	if s.ceiling, err = startProcess("ceiling", s.dir, s.bins.ceiling, []string{
 		"--addr", "127.0.0.1:" + strconv.Itoa(port), "--body-file", bodyFile,
-		"--keys", keys, "--issuer", s.authURL, "--audience", audience}, []string{"REDIS_URL=" + s.redisURL}); err != nil {
+		"--keys", keys, "--issuer", s.authURL, "--audience", audience, "--autopipeline=" + s.cfg.AutoPipeline.String()},
+		[]string{"REDIS_URL=" + s.redisURL}); err != nil {
 		return err
 	}
 	if err := waitHTTP(ctx, s.ceiling, s.ceilURL+"/healthz"); err != nil {
@@ -407,7 +408,7 @@ func (s *stack) probe(ctx context.Context, c client) error {
 	if err := check("introspect", st, b, err, func(v map[string]any) bool { return v["active"] == true }); err != nil {
 		return err
 	}
-	for _, p := range []string{"/bare", "/redis"} {
+	for _, p := range []string{"/bare", "/redis", "/admit"} {
 		st, b, err = s.do(ctx, http.MethodGet, s.ceilURL+p, "Bearer "+c.Token, "")
 		if err := check(p, st, b, err, func(map[string]any) bool { return true }); err != nil {
 			return err
@@ -464,6 +465,8 @@ func (s *stack) measure(ctx context.Context, sc string, size, rep int, scripts m
 		proc, base, path, kind = s.ceiling, s.ceilURL, "/"+sc, scMe
 	case scSign:
 		proc, base, path, kind = s.ceiling, s.ceilURL, "/sign", scToken
+	case scAdmit:
+		proc, base, path, kind = s.ceiling, s.ceilURL, "/admit", scMe
 	case scHydraToken:
 		proc, base, path, kind = s.hydra, s.hydraPublicURL, "/oauth2/token", scToken
 	case scHydraIntrospect:

@@ -191,7 +191,7 @@ func TestReportPerNodeCPU(t *testing.T) {
 
 func TestConfigHydra(t *testing.T) {
 	cfg, err := parseConfig(nil)
-	if err != nil || cfg.HydraBin != "" || !slices.Equal(cfg.Scenarios, []string{scBare, scRedis, scSign, scToken, scMe, scMeDPoP, scIntrospect, scTokenHot, scMeHot}) {
+	if err != nil || cfg.HydraBin != "" || !slices.Equal(cfg.Scenarios, []string{scBare, scRedis, scSign, scAdmit, scToken, scMe, scMeDPoP, scIntrospect, scTokenHot, scMeHot}) {
 		t.Errorf("default: hydra %q, scenarios %q, %v; want no Hydra and every other scenario", cfg.HydraBin, cfg.Scenarios, err)
 	}
 	cfg, err = parseConfig([]string{"--hydra-bin", "/opt/hydra"})
@@ -300,9 +300,10 @@ func TestHydraTargets(t *testing.T) {
 	}
 }
 
-// TestReportFloor: the token's floor (sign) gets its row, and the targets
-// table shows, for context only, the floor's ratio to bare Gin and the
-// token's to its floor, each the median of per-repetition ratios.
+// TestReportFloor: the token's floor (sign) and /me's (admit) get their
+// rows, and the targets table shows, for context only, each floor's ratio
+// to the ceiling its endpoint's target names and the endpoint's to its
+// floor, each the median of per-repetition ratios.
 func TestReportFloor(t *testing.T) {
 	run := func(sc string, rep int, ok int64) measurement {
 		return measurement{Scenario: sc, Size: 1000, Rep: rep, PeakReset: true, ServerCPU: 50 * time.Microsecond * time.Duration(ok),
@@ -313,8 +314,12 @@ func TestReportFloor(t *testing.T) {
 		run(scBare, 1, 40000), run(scSign, 1, 12000), run(scToken, 1, 9600),
 		run(scBare, 2, 40000), run(scSign, 2, 8000), run(scToken, 2, 4800),
 		run(scBare, 3, 40000), run(scSign, 3, 10000), run(scToken, 3, 7000),
+		// Admit / redis: 90%, 75%, 80% -> 80%; me / admit: 90%, 80%, 50% -> 80%.
+		run(scRedis, 1, 20000), run(scAdmit, 1, 18000), run(scMe, 1, 16200),
+		run(scRedis, 2, 20000), run(scAdmit, 2, 15000), run(scMe, 2, 12000),
+		run(scRedis, 3, 20000), run(scAdmit, 3, 16000), run(scMe, 3, 8000),
 	}
-	cfg, err := parseConfig([]string{"--clients", "1000", "--reps", "3", "--scenarios", "bare,sign,token"})
+	cfg, err := parseConfig([]string{"--clients", "1000", "--reps", "3", "--scenarios", "bare,redis,sign,admit,token,me"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,5 +338,14 @@ func TestReportFloor(t *testing.T) {
 	}
 	if row := findRow(targets, "token req/s vs bare Gin JSON", "1,000"); row == nil || row[2] != "17.5%" || row[4] != "MISS" {
 		t.Errorf("token vs bare = %q, want 17.5%% (24, 12, 17.5), MISS:\n%s", row, targets)
+	}
+	if row := findRow(targets, "/me's floor (Gin + the bearer admission) req/s vs Gin + 1 Redis round trip", "1,000"); row == nil || row[2] != "80.0%" || row[4] != "info (not a target)" {
+		t.Errorf("/me's floor vs the ceiling = %q, want 80.0%%, info:\n%s", row, targets)
+	}
+	if row := findRow(targets, "/me req/s vs its floor", "1,000"); row == nil || row[2] != "80.0%" || row[4] != "info (not a target)" {
+		t.Errorf("/me vs its floor = %q, want 80.0%%, info:\n%s", row, targets)
+	}
+	if row := findRow(targets, "/me req/s vs Gin + 1 Redis round trip", "1,000"); row == nil || row[2] != "60.0%" || row[4] != "MISS" {
+		t.Errorf("/me vs the ceiling = %q, want 60.0%% (81, 60, 40), MISS:\n%s", row, targets)
 	}
 }

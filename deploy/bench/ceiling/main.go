@@ -3,7 +3,7 @@
 // own CPU time and RSS) against the same requests.
 //
 //	ceiling --addr 127.0.0.1:PORT --body-file FILE --keys FILE --issuer URL --audience AUD
-//	        (REDIS_URL names Redis)
+//	        [--autopipeline auto|true|false]   (REDIS_URL names Redis)
 //
 // GET /bare answers the body of FILE (a real /api/v1/me/ body, so the same
 // length) as application/json, with no middleware at all. GET /redis makes
@@ -15,8 +15,14 @@
 // --audience as the authserver's, so the token is as long) and answers it
 // as the token endpoint answers one (RFC 6749 section 5.1, no-store): the
 // least an endpoint that signs a token and consults Redis once can cost,
-// the floor issue 28 names (signature, HTTP, one round trip). GET /healthz
-// answers 200 for the harness's start-up probe.
+// the floor issue 28 names (signature, HTTP, one round trip). GET /admit
+// is GET /api/v1/me/'s floor: the resourceserver's bearer admission
+// (pkg/admission: the token checked by the cached verifier, then the
+// registry's admission script, with the resourceserver's pipelining
+// setting, --autopipeline) and the same fixed body: what any endpoint of
+// the API must do per request (RFC 6750 section 2.1, revocation and the
+// per-client limit in Redis), without /me's answer, access record and
+// metrics. GET /healthz answers 200 for the harness's start-up probe.
 //
 // The Redis client is the servers' own (pkg/redisconn), with the same pool.
 // On a Cluster (a redis+cluster:// REDIS_URL, bench --redis-cluster) the
@@ -46,8 +52,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
+	"github.com/partnerapi/authplatform/pkg/admission"
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/redisconn"
+	"github.com/partnerapi/authplatform/pkg/serveconfig"
 )
 
 func main() {
@@ -73,6 +81,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	keysFile := fs.String("keys", "", "the authserver's signing keys (a JWK set file), for POST /sign")
 	issuerName := fs.String("issuer", "", "the authserver's issuer, for POST /sign")
 	audience := fs.String("audience", "", "the authserver's audience, for POST /sign")
+	var pipelining serveconfig.Pipelining
+	fs.Var(&pipelining, "autopipeline", "the resourceserver's REDIS_AUTOPIPELINE, for GET /admit")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -99,12 +109,26 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err := trivial.Load(ctx, rdb).Err(); err != nil {
 		return fmt.Errorf("load script: %w", err)
 	}
+	// The resourceserver's admission, wired as resourceserver/serve.go
+	// wires it, over the keys themselves (the resourceserver fetches the
+	// same public keys from the JWKS).
+	registry := clients.NewStore(rdb, "", nil)
+	if pipelining.On() {
+		if err := registry.UseAutoPipeline(); err != nil {
+			return err
+		}
+	}
+	verifier := accesstoken.NewCachingVerifier(accesstoken.NewVerifier(accesstoken.StaticKeys{Set: keys.Public()}, *issuerName, *audience, nil), 0, nil)
+	adm, err := admission.New(admission.Config{Clients: admission.Partners, RefuseQueryToken: true}, verifier, registry)
+	if err != nil {
+		return err
+	}
 
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: newHandler(rdb, body, issuer), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: newHandler(rdb, body, issuer, adm), ReadHeaderTimeout: 5 * time.Second}
 	fmt.Fprintf(stdout, "ceiling listening on http://%s (%d-byte body)\n", ln.Addr(), len(body))
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -131,7 +155,7 @@ type signedResponse struct {
 // hold every scope and are granted it all.
 var signedScope = strings.Join(clients.AllScopes, " ")
 
-func newHandler(rdb redis.Scripter, body []byte, issuer *accesstoken.Issuer) http.Handler {
+func newHandler(rdb redis.Scripter, body []byte, issuer *accesstoken.Issuer, adm *admission.Admission) http.Handler {
 	clientID := clients.NewClientID() // as long as a real client's
 	gin.SetMode(gin.ReleaseMode)
 	e := gin.New()
@@ -143,6 +167,18 @@ func newHandler(rdb redis.Scripter, body []byte, issuer *accesstoken.Issuer) htt
 			return
 		}
 		c.Data(http.StatusOK, jsonContentType, body)
+	})
+	e.GET("/admit", func(c *gin.Context) {
+		switch out := adm.Admit(c.Request.Context(), c.Request); out.Result {
+		case admission.Admitted:
+			c.Data(http.StatusOK, jsonContentType, body)
+		case admission.Unavailable:
+			c.Data(http.StatusServiceUnavailable, jsonContentType, []byte(`{"detail":"unavailable"}`))
+		case admission.RateLimited:
+			c.Data(http.StatusTooManyRequests, jsonContentType, []byte(`{"detail":"rate limited"}`))
+		default:
+			c.Data(http.StatusUnauthorized, jsonContentType, []byte(`{"detail":"`+out.Result.String()+`"}`))
+		}
 	})
 	e.POST("/sign", func(c *gin.Context) {
 		fail := func() {
