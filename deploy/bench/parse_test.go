@@ -330,22 +330,17 @@ func TestReportFloor(t *testing.T) {
 		t.Errorf("floor row = %q, want 10,000 req/s and 25.0%% of bare:\n%s", row, results)
 	}
 	targets := section(out.String(), "## Targets", "## Every run")
-	if row := findRow(targets, "token's floor (Gin + 1 EVALSHA + 1 signed token) req/s vs bare Gin JSON", "1,000"); row == nil || row[2] != "25.0%" || row[4] != "info (not a target)" {
-		t.Errorf("floor vs bare = %q, want 25.0%%, info:\n%s", row, targets)
-	}
-	if row := findRow(targets, "token req/s vs its floor", "1,000"); row == nil || row[2] != "70.0%" || row[4] != "info (not a target)" {
-		t.Errorf("token vs floor = %q, want 70.0%%, info:\n%s", row, targets)
-	}
-	if row := findRow(targets, "token req/s vs bare Gin JSON", "1,000"); row == nil || row[2] != "17.5%" || row[4] != "MISS" {
-		t.Errorf("token vs bare = %q, want 17.5%% (24, 12, 17.5), MISS:\n%s", row, targets)
-	}
-	if row := findRow(targets, "/me's floor (Gin + the bearer admission) req/s vs Gin + 1 Redis round trip", "1,000"); row == nil || row[2] != "80.0%" || row[4] != "info (not a target)" {
-		t.Errorf("/me's floor vs the ceiling = %q, want 80.0%%, info:\n%s", row, targets)
-	}
-	if row := findRow(targets, "/me req/s vs its floor", "1,000"); row == nil || row[2] != "80.0%" || row[4] != "info (not a target)" {
-		t.Errorf("/me vs its floor = %q, want 80.0%%, info:\n%s", row, targets)
-	}
-	if row := findRow(targets, "/me req/s vs Gin + 1 Redis round trip", "1,000"); row == nil || row[2] != "60.0%" || row[4] != "MISS" {
-		t.Errorf("/me vs the ceiling = %q, want 60.0%% (81, 60, 40), MISS:\n%s", row, targets)
+	const info = "info (not a target)"
+	for _, want := range []struct{ what, measured, result string }{
+		{"token's floor (Gin + 1 EVALSHA + 1 signed token) req/s vs bare Gin JSON", "25.0%", info},
+		{"token req/s vs its floor", "70.0%", info},
+		{"token req/s vs bare Gin JSON", "17.5%", "MISS"}, // 24, 12, 17.5
+		{"/me's floor (Gin + the bearer admission) req/s vs Gin + 1 Redis round trip", "80.0%", info},
+		{"/me req/s vs its floor", "80.0%", info},
+		{"/me req/s vs Gin + 1 Redis round trip", "60.0%", "MISS"}, // 81, 60, 40
+	} {
+		if row := findRow(targets, want.what, "1,000"); row == nil || row[2] != want.measured || row[4] != want.result {
+			t.Errorf("%s = %q, want %s, %s:\n%s", want.what, row, want.measured, want.result, targets)
+		}
 	}
 }
