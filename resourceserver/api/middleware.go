@@ -100,12 +100,31 @@ func refusal(out admission.Outcome) error {
 // RateLimit-Remaining and RateLimit-Reset fields of the IETF httpapi
 // rate-limit headers draft; see the package documentation). On a 429
 // RateLimit-Reset equals Retry-After (ratelimit.Decision.Reset).
+//
+// The fields are set by their canonical keys (what http.Header.Set would
+// store and net/http writes) and share one backing array: Set made a new
+// canonical key and a slice for each, on every API call.
 func setRateLimitHeaders(c *gin.Context, limit int64, d ratelimit.Decision) {
 	h := c.Writer.Header()
-	h.Set("RateLimit-Limit", strconv.FormatInt(limit, 10))
-	h.Set("RateLimit-Remaining", strconv.FormatInt(d.Remaining(limit), 10))
-	h.Set("RateLimit-Reset", strconv.FormatInt(d.Reset(clients.Window), 10))
+	v := [...]string{
+		strconv.FormatInt(limit, 10),
+		strconv.FormatInt(d.Remaining(limit), 10),
+		strconv.FormatInt(d.Reset(clients.Window), 10),
+	}
+	vs := v[:]
+	h[headerRateLimitLimit] = vs[0:1:1]
+	h[headerRateLimitRemaining] = vs[1:2:2]
+	h[headerRateLimitReset] = vs[2:3:3]
 }
+
+// The canonical keys of the rate-limit fields
+// (textproto.CanonicalMIMEHeaderKey of RateLimit-Limit and so on; pinned by
+// TestRateLimitHeaderKeys).
+const (
+	headerRateLimitLimit     = "Ratelimit-Limit"
+	headerRateLimitRemaining = "Ratelimit-Remaining"
+	headerRateLimitReset     = "Ratelimit-Reset"
+)
 
 // dpopRefusal is the answer to a refused request that used the DPoP scheme
 // or a DPoP-bound token (RFC 9449 section 7.1): 401 with a DPoP challenge

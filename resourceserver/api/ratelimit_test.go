@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"net/textproto"
 	"strconv"
 	"sync"
 	"testing"
@@ -314,4 +315,19 @@ func mustAtoi(t *testing.T, s string) int {
 		t.Fatalf("not a whole number: %q", s)
 	}
 	return n
+}
+
+// setRateLimitHeaders stores its fields by key, without Header.Set: each
+// key must be the canonical form of the field's name, or Header.Get would
+// not find it and a second spelling could be written beside it.
+func TestRateLimitHeaderKeys(t *testing.T) {
+	for name, key := range map[string]string{
+		"RateLimit-Limit":     headerRateLimitLimit,
+		"RateLimit-Remaining": headerRateLimitRemaining,
+		"RateLimit-Reset":     headerRateLimitReset,
+	} {
+		if want := textproto.CanonicalMIMEHeaderKey(name); key != want {
+			t.Errorf("key of %s = %q, want %q", name, key, want)
+		}
+	}
 }
