@@ -158,9 +158,9 @@ const jsonContentType = "application/json; charset=utf-8"
 // writeJSON answers v as JSON, without HTML escaping: a JSON API is not
 // embedded in HTML, and "<ACCESS_TOKEN>" should read as written.
 //
-// Its buffer and encoder are pooled (GET /api/v1/me/ answers every API
-// call; a new encoder and a buffer grown three times per answer were a
-// tenth of the server's allocations per call). The body is copied into the
+// Its buffer and encoder are pooled: GET /api/v1/me/ answers every API
+// call, and a new encoder and its buffer's growth cost two allocations and
+// 370 bytes per answer (BenchmarkMe). The body is copied into the
 // connection's buffer by Write before the buffer goes back to the pool.
 func writeJSON(c *gin.Context, status int, v any) {
 	w := jsonWriters.Get().(*jsonWriter)
