@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
 	"time"
@@ -140,11 +141,49 @@ func tune(q url.Values, dial, read, write *time.Duration, retries, dialerRetries
 	}
 }
 
-// Ping checks that Redis answers within timeout.
+// Ping checks that Redis answers within timeout. A try that timed out (its
+// command budget ran out) is tried again while timeout allows; any other
+// error (a refused connection, a bad password) is returned at once.
+//
+// Why again: a Cluster client's first command discovers the Cluster, and
+// go-redis (v9.23, osscluster.go) does it by asking nodes in random order:
+// CLUSTER SLOTS of the seeds until one answers (loadState), then COMMAND
+// of up to three known nodes, primaries and replicas (cmdsInfo). A node
+// that accepts connections but does not answer (a frozen replica, a host
+// that drops packets) costs a read timeout (1 s, see tune) each time it is
+// picked, and when both picks meet it the first command outlives its
+// budget, about 2 s after it started. Measured against a Cluster of 3 + 3
+// with one replica frozen, each client pinging once with 3 s: 1 of 24
+// fresh clients seeded with all six nodes failed so, and 7, 7 and 10 of 48
+// seeded with the frozen replica and one primary (TestPingFrozenReplica's
+// URL; none once Ping tried again). A CI run (2026-11-29 01:40 UTC) saw
+// `authserver clients rotate-secret` exit "cannot reach Redis" so.
+// The failed try leaves what it learned (the slot map, the command table)
+// in the client, so the next try asks the nodes that answer.
 func Ping(ctx context.Context, rdb redis.UniversalClient, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	return rdb.Ping(ctx).Err()
+	for {
+		err := rdb.Ping(ctx).Err()
+		if err == nil || ctx.Err() != nil || !timedOut(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(pingPause):
+		}
+	}
+}
+
+// pingPause is Ping's pause between tries.
+const pingPause = 20 * time.Millisecond
+
+// timedOut reports whether err is a deadline's: the command budget's
+// (context.DeadlineExceeded) or a socket's.
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
 }
 
 // AutoPipelineOptions are the options of the automatic pipeliner the
