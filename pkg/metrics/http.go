@@ -3,7 +3,6 @@ package metrics
 import (
 	"context"
 	"net/http"
-	"strconv"
 	"time"
 )
 
@@ -56,12 +55,16 @@ func (m *Metrics) Middleware(next http.Handler) http.Handler {
 	})
 }
 
-// statusClass is "2xx" for 200-299, and so on.
+// statusClasses are the status class labels by the status's first digit.
+var statusClasses = [...]string{1: "1xx", 2: "2xx", 3: "3xx", 4: "4xx", 5: "5xx"}
+
+// statusClass is "2xx" for 200-299, and so on: a constant, not a string
+// built on every answer.
 func statusClass(status int) string {
 	if status < 100 || status > 599 {
 		return "other"
 	}
-	return strconv.Itoa(status/100) + "xx"
+	return statusClasses[status/100]
 }
 
 // statusRecorder remembers the status of the answer.
