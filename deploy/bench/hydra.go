@@ -137,12 +137,39 @@ func (s *stack) hydraClients(ctx context.Context, n int) ([]client, error) {
 	if firstErr != nil {
 		return nil, firstErr
 	}
-	st, b, err := s.do(ctx, http.MethodPost, s.hydraAdminURL+"/admin/oauth2/introspect", "", "token="+out[0].Token+"&token_type_hint=access_token")
+	s.hydraFirst = out[0]
+	st, b, err := s.hydraRequest(ctx, scHydraIntrospect)
 	var v map[string]any
 	if err != nil || st != http.StatusOK || json.Unmarshal(b, &v) != nil || v["active"] != true || v["client_id"] != out[0].ID {
 		return nil, fmt.Errorf("probe hydra introspection: %d %s %v", st, b, err)
 	}
 	return out, nil
+}
+
+// hydraRequest sends Hydra one request of scenario sc's kind, for its first
+// client: a token request, or the introspection of the client's token.
+func (s *stack) hydraRequest(ctx context.Context, sc string) (int, []byte, error) {
+	c := s.hydraFirst
+	if sc == scHydraToken {
+		return s.do(ctx, http.MethodPost, s.hydraPublicURL+"/oauth2/token", c.basic(), "grant_type=client_credentials&scope="+hydraScope)
+	}
+	return s.do(ctx, http.MethodPost, s.hydraAdminURL+"/admin/oauth2/introspect", "", "token="+c.Token+"&token_type_hint=access_token")
+}
+
+// hydraProbe says what Hydra answers, right after a run of scenario sc with
+// errors, to one more request of the run's kind: at LOG_LEVEL=warn its log
+// does not say which statuses it answered (on 2026-11-29 a run's every token
+// request failed after an earlier run had gone well).
+func (s *stack) hydraProbe(ctx context.Context, sc string) string {
+	st, b, err := s.hydraRequest(ctx, sc)
+	if err != nil {
+		return "one more request after the run: " + err.Error()
+	}
+	b = bytes.TrimSpace(b)
+	if len(b) > 300 {
+		b = append(b[:300:300], "..."...)
+	}
+	return fmt.Sprintf("one more request after the run: %d `%s`", st, b)
 }
 
 // hydraAttempts bounds the tries of one Hydra client's creation.

@@ -219,9 +219,12 @@ type stack struct {
 	logf func(string, ...any)
 
 	auth, resource, ceiling *process
-	// hydra is Ory Hydra (--hydra-bin; nil without), on its two URLs.
+	// hydra is Ory Hydra (--hydra-bin; nil without), on its two URLs, and
+	// the first of its clients (hydraClients), whose requests describe a
+	// run Hydra failed (hydraProbe).
 	hydra                         *process
 	hydraPublicURL, hydraAdminURL string
+	hydraFirst                    client
 	// redisNodes are the redis-server processes: the single node, or the
 	// Cluster's primaries then replicas.
 	redisNodes                    []redisNode
@@ -524,6 +527,9 @@ func (s *stack) measure(ctx context.Context, sc string, size, rep int, scripts m
 	}
 	if res.Status > 0 {
 		m.Errors = describeErrors(proc, logStart)
+		if proc == s.hydra {
+			m.Errors += "; " + s.hydraProbe(ctx, sc)
+		}
 	}
 	m.ServerCPU, m.PeakRSS = cpu1-cpu0, rss
 	for i := range rcpu0 {

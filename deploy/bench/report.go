@@ -146,8 +146,10 @@ type summary struct {
 	VsBare, VsRedis, P99VsRedis float64
 	// VsHydra is, for token and introspect, the median of the
 	// per-repetition ratios of req/s to Hydra's same endpoint (0 without
-	// Hydra's runs).
-	VsHydra float64
+	// Hydra's runs). A repetition whose Hydra run answered no 2xx has no
+	// ratio: it is in HydraFailed instead.
+	VsHydra     float64
+	HydraFailed []int
 	// VsFloor is, for token and me, the median of the per-repetition
 	// ratios of req/s to the endpoint's floor (floorOf) of the same
 	// repetition.
@@ -193,8 +195,12 @@ func summarize(ms []measurement) []summary {
 					vsRedis = append(vsRedis, m.Wrk.Throughput()/r.Wrk.Throughput())
 					p99Redis = append(p99Redis, float64(m.Wrk.P99)/float64(r.Wrk.P99))
 				}
-				if h, ok := byRep[repKey{hydraOf[sc], size, m.Rep}]; ok && hydraOf[sc] != "" && h.Wrk.Throughput() > 0 {
-					vsHydra = append(vsHydra, m.Wrk.Throughput()/h.Wrk.Throughput())
+				if h, ok := byRep[repKey{hydraOf[sc], size, m.Rep}]; ok && hydraOf[sc] != "" {
+					if h.Wrk.Throughput() > 0 {
+						vsHydra = append(vsHydra, m.Wrk.Throughput()/h.Wrk.Throughput())
+					} else {
+						s.HydraFailed = append(s.HydraFailed, m.Rep)
+					}
 				}
 				if f, ok := byRep[repKey{floorOf[sc], size, m.Rep}]; ok && floorOf[sc] != "" && f.Wrk.Throughput() > 0 {
 					vsFloor = append(vsFloor, m.Wrk.Throughput()/f.Wrk.Throughput())
@@ -291,6 +297,12 @@ func writeHydra(w io.Writer, ss []summary, hydra string) {
 	fmt.Fprintln(w, "section 2.1: HTTP Basic, the client's secret checked on every request): ours does more per request.")
 	fmt.Fprintln(w, "Hydra keeps clients and tokens in memory (DSN=memory, in-process SQLite); ours are in Redis, whose CPU")
 	fmt.Fprintln(w, "is counted separately (the + term).")
+	for _, r := range rows {
+		if len(r.ours.HydraFailed) > 0 {
+			fmt.Fprintf(w, "\nHydra answered no 2xx to the %s load in rep %s (see Errors below): ours / Hydra for %s is the median over the other repetitions.\n",
+				r.ours.Scenario, joinInts(r.ours.HydraFailed), r.ours.Scenario)
+		}
+	}
 }
 
 func (r report) write(w io.Writer, cfg config) {
