@@ -19,7 +19,7 @@ import (
 // redis-server fails the test; elsewhere it is skipped.
 func TestQuickRun(t *testing.T) {
 	requireTools(t)
-	redistest.Long(t) // the quick load run takes about 45 s
+	redistest.Long(t) // the quick load run takes about a minute
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -69,7 +69,11 @@ func TestQuickRun(t *testing.T) {
 		"token CPU/req (server + Redis), load on the hot clients vs spread",
 		"Redis memory per registered client",
 		"token's floor (Gin + 1 EVALSHA + 1 signed token) req/s vs bare Gin JSON", "token req/s vs its floor",
-		"/me's floor (Gin + the bearer admission) req/s vs Gin + 1 Redis round trip", "/me req/s vs its floor"} {
+		"/me's floor (Gin + the bearer admission) req/s vs Gin + 1 Redis round trip", "/me req/s vs its floor",
+		"token's floor with its authentication (Gin + the authentication script + 1 signed token) req/s vs bare Gin JSON",
+		"token req/s vs its floor with its authentication",
+		"introspect's floor (Gin + the cached verification + the caller's authentication script) req/s vs bare Gin JSON",
+		"introspect req/s vs its floor"} {
 		if !strings.Contains(targets, "| "+want) {
 			t.Errorf("targets table lacks %q:\n%s", want, targets)
 		}

@@ -2,7 +2,7 @@
 // one run it starts a real redis-server on a free port (or a Redis Cluster), builds and starts
 // the authserver, the resourceserver and a ceiling server (package
 // ceiling: a bare Gin handler, a Gin handler making one Redis round
-// trip, and the token's floor), creates clients with rate limits high enough never to refuse, and
+// trip, and the endpoints' floors), creates clients with rate limits high enough never to refuse, and
 // drives each endpoint with wrk at a fixed concurrency:
 //
 //   - token:      POST /api/v1/oauth/token/ (HTTP Basic, rotating over clients)
@@ -24,6 +24,20 @@
 //     resourceserver runs it), then the fixed body. /me's floor, without
 //     its answer, access record and metrics; the targets table gives its
 //     ratio to the Gin + 1 EVALSHA ceiling and /me's to it, for context
+//   - authsign:   the ceiling's POST /authsign under the token load: sign's
+//     floor with the client's authentication as its one round trip (the
+//     registry's authentication script through the pipeliner, as the
+//     authserver runs it: the failure accounting, the scope, the token
+//     limit), the token signed for the client it authenticated. The
+//     token's floor with what the spec asks of Redis per token request,
+//     without go-oauth2's Manager, the form's parsing, the error shapes,
+//     the request id, access record and metrics
+//   - authcheck:  the ceiling's POST /authcheck under the introspection
+//     load: introspection's floor (the form's token through the cached
+//     verifier, the caller's authentication with that token's standing in
+//     the same round trip, the claims answered as introspection answers)
+//     without the authserver's layers; the targets table gives both floors'
+//     ratios to bare Gin and the endpoints' to them, for context
 //
 // me-dpop's tokens are minted per registry size by token requests carrying
 // a proof (pkg/dpop/dpoptest keys, one per load client). Proofs are single

@@ -421,6 +421,14 @@ func (s *stack) probe(ctx context.Context, c client) error {
 	if err := check("/sign", st, b, err, func(v map[string]any) bool { return v["access_token"] != nil }); err != nil {
 		return err
 	}
+	st, b, err = s.do(ctx, http.MethodPost, s.ceilURL+"/authsign", c.basic(), "grant_type=client_credentials")
+	if err := check("/authsign", st, b, err, func(v map[string]any) bool { return v["access_token"] != nil }); err != nil {
+		return err
+	}
+	st, b, err = s.do(ctx, http.MethodPost, s.ceilURL+"/authcheck", c.basic(), "token="+c.Token+"&token_type_hint=access_token")
+	if err := check("/authcheck", st, b, err, func(v map[string]any) bool { return v["active"] == true }); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -470,6 +478,10 @@ func (s *stack) measure(ctx context.Context, sc string, size, rep int, scripts m
 		proc, base, path, kind = s.ceiling, s.ceilURL, "/sign", scToken
 	case scAdmit:
 		proc, base, path, kind = s.ceiling, s.ceilURL, "/admit", scMe
+	case scAuthSign:
+		proc, base, path, kind = s.ceiling, s.ceilURL, "/authsign", scToken
+	case scAuthCheck:
+		proc, base, path, kind = s.ceiling, s.ceilURL, "/authcheck", scIntrospect
 	case scHydraToken:
 		proc, base, path, kind = s.hydra, s.hydraPublicURL, "/oauth2/token", scToken
 	case scHydraIntrospect:

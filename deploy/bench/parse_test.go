@@ -191,7 +191,7 @@ func TestReportPerNodeCPU(t *testing.T) {
 
 func TestConfigHydra(t *testing.T) {
 	cfg, err := parseConfig(nil)
-	if err != nil || cfg.HydraBin != "" || !slices.Equal(cfg.Scenarios, []string{scBare, scRedis, scSign, scAdmit, scToken, scMe, scMeDPoP, scIntrospect, scTokenHot, scMeHot}) {
+	if err != nil || cfg.HydraBin != "" || !slices.Equal(cfg.Scenarios, []string{scBare, scRedis, scSign, scAdmit, scAuthSign, scAuthCheck, scToken, scMe, scMeDPoP, scIntrospect, scTokenHot, scMeHot}) {
 		t.Errorf("default: hydra %q, scenarios %q, %v; want no Hydra and every other scenario", cfg.HydraBin, cfg.Scenarios, err)
 	}
 	cfg, err = parseConfig([]string{"--hydra-bin", "/opt/hydra"})
@@ -300,10 +300,11 @@ func TestHydraTargets(t *testing.T) {
 	}
 }
 
-// TestReportFloor: the token's floor (sign) and /me's (admit) get their
-// rows, and the targets table shows, for context only, each floor's ratio
-// to the ceiling its endpoint's target names and the endpoint's to its
-// floor, each the median of per-repetition ratios.
+// TestReportFloor: the token's floors (sign, authsign), /me's (admit) and
+// introspection's (authcheck) get their rows, and the targets table shows,
+// for context only, each floor's ratio to the ceiling its endpoint's target
+// names and the endpoint's to its floor, each the median of per-repetition
+// ratios.
 func TestReportFloor(t *testing.T) {
 	run := func(sc string, rep int, ok int64) measurement {
 		return measurement{Scenario: sc, Size: 1000, Rep: rep, PeakReset: true, ServerCPU: 50 * time.Microsecond * time.Duration(ok),
@@ -318,8 +319,14 @@ func TestReportFloor(t *testing.T) {
 		run(scRedis, 1, 20000), run(scAdmit, 1, 18000), run(scMe, 1, 16200),
 		run(scRedis, 2, 20000), run(scAdmit, 2, 15000), run(scMe, 2, 12000),
 		run(scRedis, 3, 20000), run(scAdmit, 3, 16000), run(scMe, 3, 8000),
+		// Authsign / bare: 24%, 22.5%, 20% -> 22.5%; token / authsign: 100%, 53.3%, 87.5% -> 87.5%.
+		run(scAuthSign, 1, 9600), run(scAuthSign, 2, 9000), run(scAuthSign, 3, 8000),
+		// Introspect / bare: 30%, 40%, 25% -> 30%; authcheck / bare: 40%, 50%, 25% -> 40%;
+		// introspect / authcheck: 75%, 80%, 100% -> 80%.
+		run(scIntrospect, 1, 12000), run(scIntrospect, 2, 16000), run(scIntrospect, 3, 10000),
+		run(scAuthCheck, 1, 16000), run(scAuthCheck, 2, 20000), run(scAuthCheck, 3, 10000),
 	}
-	cfg, err := parseConfig([]string{"--clients", "1000", "--reps", "3", "--scenarios", "bare,redis,sign,admit,token,me"})
+	cfg, err := parseConfig([]string{"--clients", "1000", "--reps", "3", "--scenarios", "bare,redis,sign,admit,authsign,authcheck,token,me,introspect"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,6 +335,9 @@ func TestReportFloor(t *testing.T) {
 	results := section(out.String(), "## Results", "## Targets")
 	if row := findRow(results, scenarioLabels[scSign], "1,000"); row == nil || row[2] != "10,000" || row[12] != "25.0%" {
 		t.Errorf("floor row = %q, want 10,000 req/s and 25.0%% of bare:\n%s", row, results)
+	}
+	if row := findRow(results, scenarioLabels[scAuthSign], "1,000"); row == nil || row[2] != "9,000" || row[12] != "22.5%" {
+		t.Errorf("authsign row = %q, want 9,000 req/s and 22.5%% of bare:\n%s", row, results)
 	}
 	targets := section(out.String(), "## Targets", "## Every run")
 	const info = "info (not a target)"
@@ -338,6 +348,11 @@ func TestReportFloor(t *testing.T) {
 		{"/me's floor (Gin + the bearer admission) req/s vs Gin + 1 Redis round trip", "80.0%", info},
 		{"/me req/s vs its floor", "80.0%", info},
 		{"/me req/s vs Gin + 1 Redis round trip", "60.0%", "MISS"}, // 81, 60, 40
+		{"token's floor with its authentication (Gin + the authentication script + 1 signed token) req/s vs bare Gin JSON", "22.5%", info},
+		{"token req/s vs its floor with its authentication", "87.5%", info},
+		{"introspect's floor (Gin + the cached verification + the caller's authentication script) req/s vs bare Gin JSON", "40.0%", info},
+		{"introspect req/s vs its floor", "80.0%", info},
+		{"introspect req/s vs bare Gin JSON", "30.0%", "MISS"},
 	} {
 		if row := findRow(targets, want.what, "1,000"); row == nil || row[2] != want.measured || row[4] != want.result {
 			t.Errorf("%s = %q, want %s, %s:\n%s", want.what, row, want.measured, want.result, targets)

@@ -25,6 +25,17 @@ const (
 	// body) under the /me load.
 	scSign  = "sign"
 	scAdmit = "admit"
+	// scAuthSign is the token endpoint's floor with its client
+	// authentication: the ceiling's POST /authsign (the registry's
+	// authentication script as the one round trip, one signed token) under
+	// the token load; scAuthCheck is introspection's: the ceiling's POST
+	// /authcheck (the cached verification, the caller's authentication with
+	// the token's standing, the claims answered) under the introspection
+	// load. Both do in Redis what the spec asks of each request (failure
+	// accounting, the token limit, the token's standing), which "return 1"
+	// does not.
+	scAuthSign  = "authsign"
+	scAuthCheck = "authcheck"
 	// The hot scenarios run the token and /me load concentrated on a few
 	// clients with high limits (--hot-clients), at the largest registry
 	// only: a client's cost must not grow with its own traffic.
@@ -38,12 +49,16 @@ const (
 )
 
 // scenarioOrder is the order of the table and of the runs in a repetition.
-var scenarioOrder = []string{scBare, scRedis, scSign, scAdmit, scToken, scMe, scMeDPoP, scIntrospect, scHydraToken, scHydraIntrospect, scTokenHot, scMeHot}
+var scenarioOrder = []string{scBare, scRedis, scSign, scAdmit, scAuthSign, scAuthCheck, scToken, scMe, scMeDPoP, scIntrospect, scHydraToken, scHydraIntrospect, scTokenHot, scMeHot}
 
 // floorOf is the floor each endpoint is shown against (issue 28: "what
 // floor remains"): the least the ceiling can do that does the endpoint's
 // unavoidable work.
 var floorOf = map[string]string{scToken: scSign, scMe: scAdmit}
+
+// authFloorOf is, for the authserver's endpoints, the floor that also
+// makes the endpoint's own Redis script (scAuthSign, scAuthCheck).
+var authFloorOf = map[string]string{scToken: scAuthSign, scIntrospect: scAuthCheck}
 
 // hydraOf is Hydra's scenario for each of ours it is compared with.
 var hydraOf = map[string]string{scToken: scHydraToken, scIntrospect: scHydraIntrospect}
@@ -73,6 +88,8 @@ var scenarioLabels = map[string]string{
 	scRedis:      "ceiling: Gin + 1 Redis EVALSHA",
 	scSign:       "floor of token: Gin + 1 Redis EVALSHA + 1 signed token",
 	scAdmit:      "floor of me: Gin + the bearer admission (pkg/admission)",
+	scAuthSign:   "floor of token with its authentication: Gin + the authentication script (pkg/clients) + 1 signed token",
+	scAuthCheck:  "floor of introspect: Gin + the cached verification + the caller's authentication with the token's standing (pkg/clients)",
 	scTokenHot:   "token, load on the hot clients",
 	scMeHot:      "me, load on the hot clients",
 	// Hydra's admin introspection takes no client authentication.
@@ -82,7 +99,7 @@ var scenarioLabels = map[string]string{
 
 // scenarioServers name the process each scenario measures.
 var scenarioServers = map[string]string{
-	scToken: "authserver", scIntrospect: "authserver", scMe: "resourceserver", scMeDPoP: "resourceserver", scBare: "ceiling", scRedis: "ceiling", scSign: "ceiling", scAdmit: "ceiling",
+	scToken: "authserver", scIntrospect: "authserver", scMe: "resourceserver", scMeDPoP: "resourceserver", scBare: "ceiling", scRedis: "ceiling", scSign: "ceiling", scAdmit: "ceiling", scAuthSign: "ceiling", scAuthCheck: "ceiling",
 	scTokenHot: "authserver", scMeHot: "resourceserver", scHydraToken: "hydra", scHydraIntrospect: "hydra",
 }
 
@@ -152,8 +169,9 @@ type summary struct {
 	HydraFailed []int
 	// VsFloor is, for token and me, the median of the per-repetition
 	// ratios of req/s to the endpoint's floor (floorOf) of the same
-	// repetition.
-	VsFloor float64
+	// repetition; VsAuthFloor is the same for the token and introspect
+	// against their floor with the endpoint's own script (authFloorOf).
+	VsFloor, VsAuthFloor float64
 }
 
 func summarize(ms []measurement) []summary {
@@ -185,7 +203,7 @@ func summarize(ms []measurement) []summary {
 				continue
 			}
 			s := summary{Scenario: sc, Size: size, Reps: len(g), PeakReset: true}
-			var tput, vsBare, vsRedis, p99Redis, vsHydra, vsFloor []float64
+			var tput, vsBare, vsRedis, p99Redis, vsHydra, vsFloor, vsAuthFloor []float64
 			var p50, p99, p999, scpu, rcpu, wcpu []time.Duration
 			for _, m := range g {
 				if b, ok := byRep[repKey{scBare, size, m.Rep}]; ok && b.Wrk.Throughput() > 0 {
@@ -205,6 +223,9 @@ func summarize(ms []measurement) []summary {
 				if f, ok := byRep[repKey{floorOf[sc], size, m.Rep}]; ok && floorOf[sc] != "" && f.Wrk.Throughput() > 0 {
 					vsFloor = append(vsFloor, m.Wrk.Throughput()/f.Wrk.Throughput())
 				}
+				if f, ok := byRep[repKey{authFloorOf[sc], size, m.Rep}]; ok && authFloorOf[sc] != "" && f.Wrk.Throughput() > 0 {
+					vsAuthFloor = append(vsAuthFloor, m.Wrk.Throughput()/f.Wrk.Throughput())
+				}
 				tput = append(tput, m.Wrk.Throughput())
 				p50, p99, p999 = append(p50, m.Wrk.P50), append(p99, m.Wrk.P99), append(p999, m.Wrk.P999)
 				scpu = append(scpu, perRequest(m.ServerCPU, m.Wrk.Requests))
@@ -219,7 +240,7 @@ func summarize(ms []measurement) []summary {
 			s.P50, s.P99, s.P999 = median(p50), median(p99), median(p999)
 			s.ServerCPU, s.RedisCPU, s.WrkCPU = median(scpu), median(rcpu), median(wcpu)
 			s.VsBare, s.VsRedis, s.P99VsRedis = median(vsBare), median(vsRedis), median(p99Redis)
-			s.VsHydra, s.VsFloor = median(vsHydra), median(vsFloor)
+			s.VsHydra, s.VsFloor, s.VsAuthFloor = median(vsHydra), median(vsFloor), median(vsAuthFloor)
 			out = append(out, s)
 		}
 	}

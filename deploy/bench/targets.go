@@ -76,8 +76,25 @@ func evaluate(ss []summary, sizes []int, loadClients int) []target {
 				ts = append(ts, target{"token req/s vs its floor", sz, fmtPct(tok.VsFloor), "-", false, true})
 			}
 		}
+		// The floor that also makes the token's own authentication script
+		// (the failure accounting and the token limit the spec asks of
+		// every token request): where it is below 25% of bare, what keeps
+		// the token from the target is that script's cost in Redis, not
+		// the authserver's.
+		if fl, ok := find(ss, scAuthSign, size); ok && okB {
+			ts = append(ts, target{"token's floor with its authentication (Gin + the authentication script + 1 signed token) req/s vs bare Gin JSON", sz, fmtPct(fl.VsBare), "(token target: >= 25%)", fl.VsBare >= 0.25, true})
+			if tok, ok := find(ss, scToken, size); ok {
+				ts = append(ts, target{"token req/s vs its floor with its authentication", sz, fmtPct(tok.VsAuthFloor), "-", false, true})
+			}
+		}
 		if in, ok := find(ss, scIntrospect, size); ok && okB {
 			ts = append(ts, target{"introspect req/s vs bare Gin JSON", sz, fmtPct(in.VsBare), ">= 40%", in.VsBare >= 0.40, false})
+		}
+		if fl, ok := find(ss, scAuthCheck, size); ok && okB {
+			ts = append(ts, target{"introspect's floor (Gin + the cached verification + the caller's authentication script) req/s vs bare Gin JSON", sz, fmtPct(fl.VsBare), "(introspect target: >= 40%)", fl.VsBare >= 0.40, true})
+			if in, ok := find(ss, scIntrospect, size); ok {
+				ts = append(ts, target{"introspect req/s vs its floor", sz, fmtPct(in.VsAuthFloor), "-", false, true})
+			}
 		}
 		// Issue 28: tokens at least 30 times Hydra's, introspection 6.
 		for _, sc := range []string{scToken, scIntrospect} {

@@ -22,7 +22,19 @@
 // setting, --autopipeline) and the same fixed body: what any endpoint of
 // the API must do per request (RFC 6750 section 2.1, revocation and the
 // per-client limit in Redis), without /me's answer, access record and
-// metrics. GET /healthz answers 200 for the harness's start-up probe.
+// metrics. POST /authsign is the token endpoint's floor with its client
+// authentication: /sign with the one round trip made by the registry's
+// authentication script (clients.Store.Authenticate, the secret from HTTP
+// Basic, Token set: the failure accounting, the scope and the client's
+// token limit the spec asks of every token request) instead of "return 1",
+// and the token signed for the client and scope it granted. POST
+// /authcheck is introspection's floor: the form's token verified by the
+// cached verifier, then the caller authenticated with that token's
+// standing read in the same round trip (Attempt.Check), and the token's
+// claims answered as introspection answers an active one (RFC 7662 section
+// 2.2). Neither has the authserver's layers (request id, access record,
+// metrics), its form parsing and error shapes, nor go-oauth2's Manager.
+// GET /healthz answers 200 for the harness's start-up probe.
 //
 // The Redis client is the servers' own (pkg/redisconn), with the same pool.
 // On a Cluster (a redis+cluster:// REDIS_URL, bench --redis-cluster) the
@@ -41,6 +53,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"strconv"
@@ -51,6 +64,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/partnerapi/authplatform/authserver/tokenserver"
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
 	"github.com/partnerapi/authplatform/pkg/admission"
 	"github.com/partnerapi/authplatform/pkg/clients"
@@ -82,7 +96,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	issuerName := fs.String("issuer", "", "the authserver's issuer, for POST /sign")
 	audience := fs.String("audience", "", "the authserver's audience, for POST /sign")
 	var pipelining serveconfig.Pipelining
-	fs.Var(&pipelining, "autopipeline", "the resourceserver's REDIS_AUTOPIPELINE, for GET /admit")
+	fs.Var(&pipelining, "autopipeline", "the servers' REDIS_AUTOPIPELINE, for GET /admit, POST /authsign and POST /authcheck")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -111,7 +125,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	// The resourceserver's admission, wired as resourceserver/serve.go
 	// wires it, over the keys themselves (the resourceserver fetches the
-	// same public keys from the JWKS).
+	// same public keys from the JWKS); the same registry and verifier
+	// serve the authserver's floors.
 	registry := clients.NewStore(rdb, "", nil)
 	if pipelining.On() {
 		if err := registry.UseAutoPipeline(); err != nil {
@@ -128,7 +143,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: newHandler(rdb, body, issuer, adm), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: newHandler(rdb, body, issuer, adm, floors{registry: registry, verifier: verifier}), ReadHeaderTimeout: 5 * time.Second}
 	fmt.Fprintf(stdout, "ceiling listening on http://%s (%d-byte body)\n", ln.Addr(), len(body))
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -155,7 +170,7 @@ type signedResponse struct {
 // hold every scope and are granted it all.
 var signedScope = strings.Join(clients.AllScopes, " ")
 
-func newHandler(rdb redis.Scripter, body []byte, issuer *accesstoken.Issuer, adm *admission.Admission) http.Handler {
+func newHandler(rdb redis.Scripter, body []byte, issuer *accesstoken.Issuer, adm *admission.Admission, fl floors) http.Handler {
 	clientID := clients.NewClientID() // as long as a real client's
 	gin.SetMode(gin.ReleaseMode)
 	e := gin.New()
@@ -181,33 +196,157 @@ func newHandler(rdb redis.Scripter, body []byte, issuer *accesstoken.Issuer, adm
 		}
 	})
 	e.POST("/sign", func(c *gin.Context) {
-		fail := func() {
-			c.Data(http.StatusServiceUnavailable, jsonContentType, []byte(`{"error":"temporarily_unavailable"}`))
-		}
 		if _, err := io.ReadAll(io.LimitReader(c.Request.Body, 64<<10)); err != nil {
-			fail()
+			refuse(c, http.StatusServiceUnavailable, "temporarily_unavailable")
 			return
 		}
 		if err := trivial.Run(c.Request.Context(), rdb, nil).Err(); err != nil {
-			fail()
+			refuse(c, http.StatusServiceUnavailable, "temporarily_unavailable")
 			return
 		}
 		tok, claims, err := issuer.Issue(accesstoken.Grant{ClientID: clientID, Scope: signedScope, Generation: 1, Now: time.Now()})
 		if err != nil {
-			fail()
+			refuse(c, http.StatusServiceUnavailable, "temporarily_unavailable")
 			return
 		}
 		data, err := json.Marshal(signedResponse{AccessToken: tok, ExpiresIn: claims.ExpiresAt - claims.IssuedAt, Scope: claims.Scope, TokenType: "Bearer"})
 		if err != nil {
-			fail()
+			refuse(c, http.StatusServiceUnavailable, "temporarily_unavailable")
 			return
 		}
-		// The token endpoint's headers (RFC 6749 section 5.1).
-		h := c.Writer.Header()
-		h.Set("Cache-Control", "no-store")
-		h.Set("Pragma", "no-cache")
-		h.Set("Content-Length", strconv.Itoa(len(data)))
-		c.Data(http.StatusOK, jsonContentType, data)
+		answerNoStore(c, data)
+	})
+	e.POST("/authsign", func(c *gin.Context) {
+		if _, err := io.ReadAll(io.LimitReader(c.Request.Body, 64<<10)); err != nil {
+			refuse(c, http.StatusServiceUnavailable, "temporarily_unavailable")
+			return
+		}
+		a, ok := fl.authenticate(c, nil)
+		if !ok {
+			return
+		}
+		tok, claims, err := issuer.Issue(accesstoken.Grant{ClientID: a.ClientID, Scope: strings.Join(a.Scopes, " "), Generation: a.Generation, SecretID: a.SecretID, Now: time.Now()})
+		if err != nil {
+			refuse(c, http.StatusServiceUnavailable, "temporarily_unavailable")
+			return
+		}
+		data, err := json.Marshal(signedResponse{AccessToken: tok, ExpiresIn: claims.ExpiresAt - claims.IssuedAt, Scope: claims.Scope, TokenType: "Bearer"})
+		if err != nil {
+			refuse(c, http.StatusServiceUnavailable, "temporarily_unavailable")
+			return
+		}
+		answerNoStore(c, data)
+	})
+	e.POST("/authcheck", func(c *gin.Context) {
+		form, err := io.ReadAll(io.LimitReader(c.Request.Body, 64<<10))
+		if err != nil {
+			refuse(c, http.StatusServiceUnavailable, "temporarily_unavailable")
+			return
+		}
+		params, err := url.ParseQuery(string(form))
+		if err != nil {
+			refuse(c, http.StatusBadRequest, "invalid_request")
+			return
+		}
+		claims, verr := fl.verifier.VerifyContext(c.Request.Context(), params.Get("token"))
+		var check *clients.TokenRef
+		id, _, _ := c.Request.BasicAuth()
+		if verr == nil && claims.ClientID == id {
+			check = new(clients.TokenRefOf(claims))
+		}
+		a, ok := fl.authenticate(c, check)
+		if !ok {
+			return
+		}
+		if check == nil || claims.Generation != a.Generation || !a.TokenAlive {
+			answerNoStore(c, []byte(`{"active":false}`))
+			return
+		}
+		data, err := json.Marshal(activeToken{Active: true, Scope: claims.Scope, ClientID: claims.ClientID, TokenType: "Bearer",
+			Exp: claims.ExpiresAt, Iat: claims.IssuedAt, Sub: claims.Subject, Aud: claims.Audience, Iss: claims.Issuer, Jti: claims.ID})
+		if err != nil {
+			refuse(c, http.StatusServiceUnavailable, "temporarily_unavailable")
+			return
+		}
+		answerNoStore(c, data)
 	})
 	return e
+}
+
+// floors are what the authserver's floors use of the shared packages: the
+// registry (its authentication script) and the cached verifier.
+type floors struct {
+	registry *clients.Store
+	verifier *accesstoken.CachingVerifier
+}
+
+// authenticated is a client the floors' authentication let through.
+type authenticated struct {
+	ClientID string
+	clients.Authentication
+}
+
+// authenticate authenticates the request's HTTP Basic client as the
+// authserver does, in one round trip (clients.Store.Authenticate, the
+// authserver's default failure limits, the presenting address's IP): a
+// token request when check is nil (the scope and the token limit
+// counted), else introspection's caller with check's standing read. What
+// it refuses is answered here (401, 429 or 503, fixed bodies) and ok is
+// false. The Basic credentials are taken as sent: the harness's ids and
+// secrets hold no character RFC 6749 section 2.3.1 would encode.
+func (fl floors) authenticate(c *gin.Context, check *clients.TokenRef) (authenticated, bool) {
+	id, secret, ok := c.Request.BasicAuth()
+	if !ok {
+		refuse(c, http.StatusUnauthorized, "invalid_client")
+		return authenticated{}, false
+	}
+	host, _, _ := net.SplitHostPort(c.Request.RemoteAddr)
+	a, err := fl.registry.Authenticate(c.Request.Context(), clients.Attempt{
+		ClientID: id, Secret: secret, Address: host,
+		FailureLimit: tokenserver.DefaultFailuresPerMinute, RepeatLimit: tokenserver.DefaultRepeatedFailuresPerMinute,
+		Token: check == nil, Check: check,
+	})
+	switch {
+	case err != nil:
+		refuse(c, http.StatusServiceUnavailable, "temporarily_unavailable")
+	case a.Outcome == clients.TooManyFailures || a.Outcome == clients.TokenLimited:
+		refuse(c, http.StatusTooManyRequests, "slow_down")
+	case a.Outcome != clients.Authenticated:
+		refuse(c, http.StatusUnauthorized, "invalid_client")
+	default:
+		return authenticated{ClientID: id, Authentication: a}, true
+	}
+	return authenticated{}, false
+}
+
+// activeToken is POST /authcheck's answer for an active token: the
+// authserver's introspection answer (RFC 7662 section 2.2), field for
+// field.
+type activeToken struct {
+	Active    bool   `json:"active"`
+	Scope     string `json:"scope"`
+	ClientID  string `json:"client_id"`
+	TokenType string `json:"token_type"`
+	Exp       int64  `json:"exp"`
+	Iat       int64  `json:"iat"`
+	Sub       string `json:"sub"`
+	Aud       string `json:"aud"`
+	Iss       string `json:"iss"`
+	Jti       string `json:"jti"`
+}
+
+// answerNoStore answers data as the token and introspection endpoints
+// answer: 200, JSON, no-store (RFC 6749 section 5.1, RFC 7662 section 2.2).
+func answerNoStore(c *gin.Context, data []byte) {
+	h := c.Writer.Header()
+	h.Set("Cache-Control", "no-store")
+	h.Set("Pragma", "no-cache")
+	h.Set("Content-Length", strconv.Itoa(len(data)))
+	c.Data(http.StatusOK, jsonContentType, data)
+}
+
+// refuse answers an OAuth error code with status (the floors' refusals;
+// the harness counts any non-2xx as an error of the run).
+func refuse(c *gin.Context, status int, code string) {
+	c.Data(status, jsonContentType, []byte(`{"error":"`+code+`"}`))
 }

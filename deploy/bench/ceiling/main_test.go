@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -169,6 +171,73 @@ func TestAdmit(t *testing.T) {
 			}
 			if status, _, body := do(t, http.MethodGet, base+"/admit", "Bearer "+tok, ""); status != http.StatusUnauthorized || !strings.Contains(string(body), "revoked") {
 				t.Errorf("a revoked client's token: %d %s, want 401 (revoked)", status, body)
+			}
+		})
+	}
+}
+
+// TestAuthFloors: POST /authsign signs a token for the client its HTTP
+// Basic credentials authenticate (its generation, secret id and every scope
+// it holds) and refuses a wrong secret; POST /authcheck describes a live
+// token of its caller field for field as introspection does, and answers
+// {"active":false} for another client's token and a tampered one; with
+// pipelining on and off.
+func TestAuthFloors(t *testing.T) {
+	for _, pipelining := range []string{"true", "false"} {
+		t.Run("autopipeline="+pipelining, func(t *testing.T) {
+			base, keys, rdb := startCeiling(t, pipelining)
+			ctx := context.Background()
+			store := clients.NewStore(rdb, "", nil)
+			if _, err := store.CreateOrg(ctx, clients.OrgSpec{Slug: "st-marys", Name: "St Mary's", Environment: clients.EnvironmentLive}); err != nil {
+				t.Fatal(err)
+			}
+			scopes := []string{"patients.read", "referrals.write"}
+			var ids, basics []string
+			for _, name := range []string{"St Mary's EHR", "St Mary's Lab"} {
+				c, secret, err := store.CreateClient(ctx, clients.ClientSpec{OrgSlug: "st-marys", Name: name, Audience: clients.AudienceHospital, Scopes: scopes})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, c.ID)
+				basics = append(basics, "Basic "+base64.StdEncoding.EncodeToString([]byte(c.ID+":"+secret)))
+			}
+			status, h, body := do(t, http.MethodPost, base+"/authsign", basics[0], "grant_type=client_credentials")
+			if status != http.StatusOK || h.Get("Cache-Control") != "no-store" || h.Get("Content-Type") != jsonContentType {
+				t.Fatalf("POST /authsign: %d %v %s", status, h, body)
+			}
+			var got signedResponse
+			if err := json.Unmarshal(body, &got); err != nil {
+				t.Fatalf("%v: %s", err, body)
+			}
+			claims, err := accesstoken.NewVerifier(accesstoken.StaticKeys{Set: keys.Public()}, testIssuer, testAudience, nil).Verify(got.AccessToken)
+			if err != nil {
+				t.Fatalf("the signed token does not verify: %v", err)
+			}
+			if claims.ClientID != ids[0] || claims.Scope != "patients.read referrals.write" || claims.Generation != 1 || got.Scope != claims.Scope {
+				t.Errorf("claims %+v (answer %+v), want client %s with its two scopes at generation 1", claims, got, ids[0])
+			}
+			wrong := "Basic " + base64.StdEncoding.EncodeToString([]byte(ids[0]+":"+"cs_live_wrong"))
+			if status, _, body := do(t, http.MethodPost, base+"/authsign", wrong, "grant_type=client_credentials"); status != http.StatusUnauthorized || string(body) != `{"error":"invalid_client"}` {
+				t.Errorf("a wrong secret: %d %s, want 401 invalid_client", status, body)
+			}
+
+			status, _, body = do(t, http.MethodPost, base+"/authcheck", basics[0], "token="+got.AccessToken+"&token_type_hint=access_token")
+			want := fmt.Sprintf(`{"active":true,"scope":"patients.read referrals.write","client_id":%q,"token_type":"Bearer","exp":%d,"iat":%d,"sub":%q,"aud":%q,"iss":%q,"jti":%q}`,
+				ids[0], claims.ExpiresAt, claims.IssuedAt, ids[0], testAudience, testIssuer, claims.ID)
+			if status != http.StatusOK || string(body) != want {
+				t.Errorf("POST /authcheck of the caller's token: %d %s, want 200 %s", status, body, want)
+			}
+			for what, auth := range map[string]string{"another client's token": basics[1], "a tampered token": basics[0]} {
+				tok := got.AccessToken
+				if what == "a tampered token" {
+					tok = tok[:len(tok)-4] + "AAAA"
+				}
+				if status, _, body := do(t, http.MethodPost, base+"/authcheck", auth, "token="+tok); status != http.StatusOK || string(body) != `{"active":false}` {
+					t.Errorf("%s: %d %s, want 200 {\"active\":false}", what, status, body)
+				}
+			}
+			if status, _, body := do(t, http.MethodPost, base+"/authcheck", wrong, "token="+got.AccessToken); status != http.StatusUnauthorized {
+				t.Errorf("a caller with a wrong secret: %d %s, want 401", status, body)
 			}
 		})
 	}
