@@ -221,11 +221,16 @@ func newHandler(rdb redis.Scripter, body []byte, issuer *accesstoken.Issuer, adm
 			refuse(c, http.StatusServiceUnavailable, "temporarily_unavailable")
 			return
 		}
-		a, ok := fl.authenticate(c, nil)
+		id, secret, ok := c.Request.BasicAuth()
+		if !ok {
+			refuse(c, http.StatusUnauthorized, "invalid_client")
+			return
+		}
+		a, ok := fl.authenticate(c, id, secret, nil)
 		if !ok {
 			return
 		}
-		tok, claims, err := issuer.Issue(accesstoken.Grant{ClientID: a.ClientID, Scope: strings.Join(a.Scopes, " "), Generation: a.Generation, SecretID: a.SecretID, Now: time.Now()})
+		tok, claims, err := issuer.Issue(accesstoken.Grant{ClientID: id, Scope: strings.Join(a.Scopes, " "), Generation: a.Generation, SecretID: a.SecretID, Now: time.Now()})
 		if err != nil {
 			refuse(c, http.StatusServiceUnavailable, "temporarily_unavailable")
 			return
@@ -248,13 +253,17 @@ func newHandler(rdb redis.Scripter, body []byte, issuer *accesstoken.Issuer, adm
 			refuse(c, http.StatusBadRequest, "invalid_request")
 			return
 		}
+		id, secret, ok := c.Request.BasicAuth()
+		if !ok {
+			refuse(c, http.StatusUnauthorized, "invalid_client")
+			return
+		}
 		claims, verr := fl.verifier.VerifyContext(c.Request.Context(), params.Get("token"))
 		var check *clients.TokenRef
-		id, _, _ := c.Request.BasicAuth()
 		if verr == nil && claims.ClientID == id {
 			check = new(clients.TokenRefOf(claims))
 		}
-		a, ok := fl.authenticate(c, check)
+		a, ok := fl.authenticate(c, id, secret, check)
 		if !ok {
 			return
 		}
@@ -280,26 +289,15 @@ type floors struct {
 	verifier *accesstoken.CachingVerifier
 }
 
-// authenticated is a client the floors' authentication let through.
-type authenticated struct {
-	ClientID string
-	clients.Authentication
-}
-
-// authenticate authenticates the request's HTTP Basic client as the
-// authserver does, in one round trip (clients.Store.Authenticate, the
-// authserver's default failure limits, the presenting address's IP): a
-// token request when check is nil (the scope and the token limit
-// counted), else introspection's caller with check's standing read. What
-// it refuses is answered here (401, 429 or 503, fixed bodies) and ok is
-// false. The Basic credentials are taken as sent: the harness's ids and
-// secrets hold no character RFC 6749 section 2.3.1 would encode.
-func (fl floors) authenticate(c *gin.Context, check *clients.TokenRef) (authenticated, bool) {
-	id, secret, ok := c.Request.BasicAuth()
-	if !ok {
-		refuse(c, http.StatusUnauthorized, "invalid_client")
-		return authenticated{}, false
-	}
+// authenticate authenticates the client id and secret (the request's HTTP
+// Basic credentials, taken as sent: the harness's ids and secrets hold no
+// character RFC 6749 section 2.3.1 would encode) as the authserver does,
+// in one round trip (clients.Store.Authenticate, the authserver's default
+// failure limits, the presenting address's IP): a token request when
+// check is nil (the scope and the token limit counted), else
+// introspection's caller with check's standing read. What it refuses is
+// answered here (401, 429 or 503, fixed bodies) and ok is false.
+func (fl floors) authenticate(c *gin.Context, id, secret string, check *clients.TokenRef) (clients.Authentication, bool) {
 	host, _, _ := net.SplitHostPort(c.Request.RemoteAddr)
 	a, err := fl.registry.Authenticate(c.Request.Context(), clients.Attempt{
 		ClientID: id, Secret: secret, Address: host,
@@ -314,9 +312,9 @@ func (fl floors) authenticate(c *gin.Context, check *clients.TokenRef) (authenti
 	case a.Outcome != clients.Authenticated:
 		refuse(c, http.StatusUnauthorized, "invalid_client")
 	default:
-		return authenticated{ClientID: id, Authentication: a}, true
+		return a, true
 	}
-	return authenticated{}, false
+	return clients.Authentication{}, false
 }
 
 // activeToken is POST /authcheck's answer for an active token: the
