@@ -7,8 +7,11 @@ import (
 	"github.com/partnerapi/authplatform/pkg/clients"
 )
 
-// introspection is an active token's description (RFC 7662 section 2.2).
-type introspection struct {
+// Introspection is an active token's description (RFC 7662 section 2.2),
+// the body of introspection's answer for it. Exported for the bench
+// harness's floor of introspection (deploy/bench/ceiling), which answers
+// the same fields.
+type Introspection struct {
 	Active    bool   `json:"active"`
 	Scope     string `json:"scope"`
 	ClientID  string `json:"client_id"`
@@ -69,7 +72,7 @@ func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 	if claims.BoundKey() != "" {
 		tokenType = "DPoP"
 	}
-	writeJSON(w, http.StatusOK, noStore(), introspection{
+	writeJSON(w, http.StatusOK, noStore(), Introspection{
 		Active: true, Scope: claims.Scope, ClientID: claims.ClientID, TokenType: tokenType,
 		Exp: claims.ExpiresAt, Iat: claims.IssuedAt, Sub: claims.Subject, Aud: claims.Audience,
 		Iss: claims.Issuer, Jti: claims.ID, Cnf: claims.Confirmation,

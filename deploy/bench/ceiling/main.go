@@ -32,9 +32,10 @@
 // cached verifier, then the caller authenticated with that token's
 // standing read in the same round trip (Attempt.Check), and the token's
 // claims answered as introspection answers an active one (RFC 7662 section
-// 2.2). Neither has the authserver's layers (request id, access record,
-// metrics), its form parsing and error shapes, nor go-oauth2's Manager.
-// GET /healthz answers 200 for the harness's start-up probe.
+// 2.2, tokenserver.Introspection). Neither has the authserver's layers
+// (request id, access record, metrics), its form parsing and error shapes,
+// nor go-oauth2's Manager. GET /healthz answers 200 for the harness's
+// start-up probe.
 //
 // The Redis client is the servers' own (pkg/redisconn), with the same pool.
 // On a Cluster (a redis+cluster:// REDIS_URL, bench --redis-cluster) the
@@ -204,58 +205,27 @@ func newHandler(rdb redis.Scripter, body []byte, issuer *accesstoken.Issuer, adm
 			refuse(c, http.StatusServiceUnavailable, "temporarily_unavailable")
 			return
 		}
-		tok, claims, err := issuer.Issue(accesstoken.Grant{ClientID: clientID, Scope: signedScope, Generation: 1, Now: time.Now()})
-		if err != nil {
-			refuse(c, http.StatusServiceUnavailable, "temporarily_unavailable")
-			return
-		}
-		data, err := json.Marshal(signedResponse{AccessToken: tok, ExpiresIn: claims.ExpiresAt - claims.IssuedAt, Scope: claims.Scope, TokenType: "Bearer"})
-		if err != nil {
-			refuse(c, http.StatusServiceUnavailable, "temporarily_unavailable")
-			return
-		}
-		answerNoStore(c, data)
+		signAndAnswer(c, issuer, accesstoken.Grant{ClientID: clientID, Scope: signedScope, Generation: 1, Now: time.Now()})
 	})
 	e.POST("/authsign", func(c *gin.Context) {
-		if _, err := io.ReadAll(io.LimitReader(c.Request.Body, 64<<10)); err != nil {
-			refuse(c, http.StatusServiceUnavailable, "temporarily_unavailable")
-			return
-		}
-		id, secret, ok := c.Request.BasicAuth()
+		_, id, secret, ok := readClientRequest(c)
 		if !ok {
-			refuse(c, http.StatusUnauthorized, "invalid_client")
 			return
 		}
 		a, ok := fl.authenticate(c, id, secret, nil)
 		if !ok {
 			return
 		}
-		tok, claims, err := issuer.Issue(accesstoken.Grant{ClientID: id, Scope: strings.Join(a.Scopes, " "), Generation: a.Generation, SecretID: a.SecretID, Now: time.Now()})
-		if err != nil {
-			refuse(c, http.StatusServiceUnavailable, "temporarily_unavailable")
-			return
-		}
-		data, err := json.Marshal(signedResponse{AccessToken: tok, ExpiresIn: claims.ExpiresAt - claims.IssuedAt, Scope: claims.Scope, TokenType: "Bearer"})
-		if err != nil {
-			refuse(c, http.StatusServiceUnavailable, "temporarily_unavailable")
-			return
-		}
-		answerNoStore(c, data)
+		signAndAnswer(c, issuer, accesstoken.Grant{ClientID: id, Scope: strings.Join(a.Scopes, " "), Generation: a.Generation, SecretID: a.SecretID, Now: time.Now()})
 	})
 	e.POST("/authcheck", func(c *gin.Context) {
-		form, err := io.ReadAll(io.LimitReader(c.Request.Body, 64<<10))
-		if err != nil {
-			refuse(c, http.StatusServiceUnavailable, "temporarily_unavailable")
+		form, id, secret, ok := readClientRequest(c)
+		if !ok {
 			return
 		}
 		params, err := url.ParseQuery(string(form))
 		if err != nil {
 			refuse(c, http.StatusBadRequest, "invalid_request")
-			return
-		}
-		id, secret, ok := c.Request.BasicAuth()
-		if !ok {
-			refuse(c, http.StatusUnauthorized, "invalid_client")
 			return
 		}
 		claims, verr := fl.verifier.VerifyContext(c.Request.Context(), params.Get("token"))
@@ -271,7 +241,7 @@ func newHandler(rdb redis.Scripter, body []byte, issuer *accesstoken.Issuer, adm
 			answerNoStore(c, []byte(`{"active":false}`))
 			return
 		}
-		data, err := json.Marshal(activeToken{Active: true, Scope: claims.Scope, ClientID: claims.ClientID, TokenType: "Bearer",
+		data, err := json.Marshal(tokenserver.Introspection{Active: true, Scope: claims.Scope, ClientID: claims.ClientID, TokenType: "Bearer",
 			Exp: claims.ExpiresAt, Iat: claims.IssuedAt, Sub: claims.Subject, Aud: claims.Audience, Iss: claims.Issuer, Jti: claims.ID})
 		if err != nil {
 			refuse(c, http.StatusServiceUnavailable, "temporarily_unavailable")
@@ -287,6 +257,20 @@ func newHandler(rdb redis.Scripter, body []byte, issuer *accesstoken.Issuer, adm
 type floors struct {
 	registry *clients.Store
 	verifier *accesstoken.CachingVerifier
+}
+
+// readClientRequest reads the body of a floor's request and its HTTP Basic
+// credentials; what it cannot read it answers (503, 401) and ok is false.
+func readClientRequest(c *gin.Context) (body []byte, id, secret string, ok bool) {
+	body, err := io.ReadAll(io.LimitReader(c.Request.Body, 64<<10))
+	if err != nil {
+		refuse(c, http.StatusServiceUnavailable, "temporarily_unavailable")
+		return nil, "", "", false
+	}
+	if id, secret, ok = c.Request.BasicAuth(); !ok {
+		refuse(c, http.StatusUnauthorized, "invalid_client")
+	}
+	return body, id, secret, ok
 }
 
 // authenticate authenticates the client id and secret (the request's HTTP
@@ -317,20 +301,20 @@ func (fl floors) authenticate(c *gin.Context, id, secret string, check *clients.
 	return clients.Authentication{}, false
 }
 
-// activeToken is POST /authcheck's answer for an active token: the
-// authserver's introspection answer (RFC 7662 section 2.2), field for
-// field.
-type activeToken struct {
-	Active    bool   `json:"active"`
-	Scope     string `json:"scope"`
-	ClientID  string `json:"client_id"`
-	TokenType string `json:"token_type"`
-	Exp       int64  `json:"exp"`
-	Iat       int64  `json:"iat"`
-	Sub       string `json:"sub"`
-	Aud       string `json:"aud"`
-	Iss       string `json:"iss"`
-	Jti       string `json:"jti"`
+// signAndAnswer signs the token of g and answers it as the token endpoint
+// answers one (RFC 6749 section 5.1).
+func signAndAnswer(c *gin.Context, issuer *accesstoken.Issuer, g accesstoken.Grant) {
+	tok, claims, err := issuer.Issue(g)
+	if err != nil {
+		refuse(c, http.StatusServiceUnavailable, "temporarily_unavailable")
+		return
+	}
+	data, err := json.Marshal(signedResponse{AccessToken: tok, ExpiresIn: claims.ExpiresAt - claims.IssuedAt, Scope: claims.Scope, TokenType: "Bearer"})
+	if err != nil {
+		refuse(c, http.StatusServiceUnavailable, "temporarily_unavailable")
+		return
+	}
+	answerNoStore(c, data)
 }
 
 // answerNoStore answers data as the token and introspection endpoints

@@ -133,6 +133,17 @@ func TestSign(t *testing.T) {
 	}
 }
 
+// registryWithOrg returns the ceiling's registry (no key prefix) holding
+// the organisation st-marys.
+func registryWithOrg(t *testing.T, rdb redis.UniversalClient) *clients.Store {
+	t.Helper()
+	store := clients.NewStore(rdb, "", nil)
+	if _, err := store.CreateOrg(context.Background(), clients.OrgSpec{Slug: "st-marys", Name: "St Mary's", Environment: clients.EnvironmentLive}); err != nil {
+		t.Fatal(err)
+	}
+	return store
+}
+
 // TestAdmit: GET /admit answers the fixed body for a live token of a
 // registered client and refuses what the resourceserver refuses (no
 // token, a bad one, a revoked client's), with pipelining on and off.
@@ -141,10 +152,7 @@ func TestAdmit(t *testing.T) {
 		t.Run("autopipeline="+pipelining, func(t *testing.T) {
 			base, keys, rdb := startCeiling(t, pipelining)
 			ctx := context.Background()
-			store := clients.NewStore(rdb, "", nil)
-			if _, err := store.CreateOrg(ctx, clients.OrgSpec{Slug: "st-marys", Name: "St Mary's", Environment: clients.EnvironmentLive}); err != nil {
-				t.Fatal(err)
-			}
+			store := registryWithOrg(t, rdb)
 			c, _, err := store.CreateClient(ctx, clients.ClientSpec{OrgSlug: "st-marys", Name: "St Mary's EHR", Audience: clients.AudienceHospital, Scopes: clients.AllScopes})
 			if err != nil {
 				t.Fatal(err)
@@ -187,10 +195,7 @@ func TestAuthFloors(t *testing.T) {
 		t.Run("autopipeline="+pipelining, func(t *testing.T) {
 			base, keys, rdb := startCeiling(t, pipelining)
 			ctx := context.Background()
-			store := clients.NewStore(rdb, "", nil)
-			if _, err := store.CreateOrg(ctx, clients.OrgSpec{Slug: "st-marys", Name: "St Mary's", Environment: clients.EnvironmentLive}); err != nil {
-				t.Fatal(err)
-			}
+			store := registryWithOrg(t, rdb)
 			scopes := []string{"patients.read", "referrals.write"}
 			var ids, basics []string
 			for _, name := range []string{"St Mary's EHR", "St Mary's Lab"} {
