@@ -7,10 +7,18 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 )
+
+// runBudget bounds a harness run in these tests: the run itself takes
+// under two minutes, but its go build of the servers, with their
+// profile-guided optimization (default.pgo), compiles their whole
+// dependency tree anew when the build cache has no such build yet (over
+// three minutes on two cores).
+const runBudget = 10 * time.Minute
 
 // TestQuickRun runs the whole harness in its CI setting (--quick: 2 s runs,
 // one repetition, concurrency 8, registries of 1, 100 and 1,000 clients,
@@ -21,7 +29,7 @@ func TestQuickRun(t *testing.T) {
 	requireTools(t)
 	redistest.Long(t) // the quick load run takes about a minute
 
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), runBudget)
 	defer cancel()
 	outFile := t.TempDir() + "/results.md"
 	var stdout, stderr bytes.Buffer
@@ -89,6 +97,50 @@ func TestQuickRun(t *testing.T) {
 	}
 }
 
+// TestProfileGuided runs the token, introspect and me scenarios with
+// --pgo-out: each server serves its profiles (PPROF), the harness takes a
+// CPU profile of each run, and writes one merged profile per server where
+// go build takes it (<dir>/<server>/default.pgo), holding the server's own
+// handlers. The report names the profiles the module's binaries were
+// built with: the ones committed beside their main packages.
+func TestProfileGuided(t *testing.T) {
+	requireTools(t)
+	redistest.Long(t) // about 20 s
+
+	ctx, cancel := context.WithTimeout(context.Background(), runBudget)
+	defer cancel()
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	err := run(ctx, []string{"bench", "--quick", "--clients", "10", "--load-clients", "10", "--scenarios", "token,introspect,me", "--pgo-out", dir}, os.Getenv, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("run: %v\nstderr:\n%s", err, stderr.String())
+	}
+	for server, want := range map[string]string{
+		"authserver":     "tokenserver.(*Server).handleIntrospect",
+		"resourceserver": "resourceserver/api.",
+	} {
+		file := filepath.Join(dir, server, "default.pgo")
+		b, err := os.ReadFile(file)
+		if err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+			t.Errorf("%s: %v, want a gzipped profile (%d bytes)", file, err, len(b))
+			continue
+		}
+		top, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-cum", "-nodecount=400", file).CombinedOutput()
+		if err != nil || !strings.Contains(string(top), want) {
+			t.Errorf("go tool pprof -top %s: %v, want %q in:\n%.3000s", file, err, want, top)
+		}
+		if !strings.Contains(stderr.String(), "wrote "+file+" (") {
+			t.Errorf("no word of %s in the log:\n%s", file, stderr.String())
+		}
+	}
+	for _, want := range []string{"Build (profile-guided optimization): authserver with authserver/default.pgo, resourceserver with resourceserver/default.pgo, ceiling without a profile",
+		"Profiled (--pgo-out " + dir + ")"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, stdout.String())
+		}
+	}
+}
+
 // TestQuickCluster runs the harness on a Redis Cluster of 3 primaries
 // (--quick --redis-cluster 3, the me scenario and its ceiling on a
 // registry of 100 clients) and expects successful requests only, the
@@ -97,7 +149,7 @@ func TestQuickCluster(t *testing.T) {
 	requireTools(t)
 	redistest.Long(t) // about 20 s
 
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), runBudget)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
 	err := run(ctx, []string{"bench", "--quick", "--redis-cluster", "3", "--clients", "100", "--scenarios", "redis,me"}, os.Getenv, &stdout, &stderr)

@@ -64,6 +64,13 @@ type config struct {
 	// to start and measure side by side with the authserver: the
 	// hydra-token and hydra-introspect scenarios ("": no Hydra).
 	HydraBin string
+	// PGOOut is a directory to write the servers' CPU profiles under, as
+	// PGOOut/authserver/default.pgo (the token and introspection runs)
+	// and PGOOut/resourceserver/default.pgo (the /me runs): the profiles
+	// go build takes for profile-guided optimization ("": none). The
+	// servers then run with PPROF=true, and each of those runs is profiled
+	// for its --duration.
+	PGOOut string
 }
 
 // quickSettings are what --quick changes, unless a flag says otherwise.
@@ -100,6 +107,7 @@ func parseConfig(args []string) (config, error) {
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the work directory (logs, wrk scripts and data)")
 	fs.BoolVar(&cfg.Quick, "quick", false, "CI setting: "+quickSummary())
 	fs.StringVar(&cfg.HydraBin, "hydra-bin", "", "also start this Ory Hydra binary (deploy/bench/hydra/build.sh) and measure its token and introspection endpoints side by side")
+	fs.StringVar(&cfg.PGOOut, "pgo-out", "", "profile the servers during the token, introspect and me runs and write DIR/authserver/default.pgo and DIR/resourceserver/default.pgo (--pgo-out . from the module's root refreshes the profiles the binaries are built with)")
 	only := fs.String("scenarios", strings.Join(ownScenarios(), ","), "comma-separated scenarios to run (for profiling one endpoint; hydra-token and hydra-introspect need --hydra-bin)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -208,6 +216,9 @@ func (c config) Validate() error {
 	}
 	if c.Duration < time.Second {
 		errs = append(errs, errors.New("--duration must be at least 1s"))
+	}
+	if c.PGOOut != "" && c.Duration > maxProfile {
+		errs = append(errs, fmt.Errorf("--pgo-out profiles each run for its --duration: at most %s (the servers' WriteTimeout bounds a profile)", maxProfile))
 	}
 	if c.Warmup < 0 {
 		errs = append(errs, errors.New("--warmup must not be negative"))

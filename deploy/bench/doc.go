@@ -62,7 +62,7 @@
 //	go run ./deploy/bench [--concurrency 64] [--duration 20s] [--reps 3]
 //	                      [--clients 1,100000] [--out FILE] [--quick]
 //	                      [--autopipeline[=auto|true|false]] [--redis-cluster N [--redis-cluster-replicas R]]
-//	                      [--hydra-bin PATH]
+//	                      [--hydra-bin PATH] [--pgo-out DIR]
 //
 // --redis-cluster N runs a Redis Cluster of N primaries instead of the one
 // redis-server (0, the default: one node), each with R replicas
@@ -92,6 +92,16 @@
 // repetition in which Hydra answered no 2xx compares nothing: the target
 // says in how many repetitions it compares and passes only when those are
 // most, and the run's errors give Hydra's answer to one more request.
+//
+// --pgo-out DIR starts the servers with their profiles on (PPROF=true, on
+// a metrics port the harness picks), takes a CPU profile of each server
+// through every token and introspect run (the authserver) and me run (the
+// resourceserver), for the run's --duration, and merges them per server
+// with go tool pprof -proto into DIR/authserver/default.pgo and
+// DIR/resourceserver/default.pgo: the profiles go build takes for the
+// servers' profile-guided optimization. From the module's root, --pgo-out .
+// refreshes the committed ones. The report's settings name the profile
+// each binary under test was built with (go version -m).
 //
 // The report also lists every run with its "machine share", the fraction
 // of the machine's CPU that the server, Redis and wrk got: on a shared

@@ -84,7 +84,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			cfg.Concurrency, cfg.Threads, wholeSeconds(cfg.Duration), wholeSeconds(cfg.Warmup), cfg.Reps, fmtInt(int64(cfg.LoadClients))),
 		"Command: " + commandLine(args),
 		"Servers: authserver, resourceserver and ceiling as separate processes on 127.0.0.1, LOG_LEVEL=" + cmp.Or(cfg.LogLevel, "(default: info)") + ", " + describePipelining(cfg) + ", logs to files; " + describeTopology(cfg) + "; wrk on the same machine",
+		describeBuild(ctx, bins),
 	}}
+	if cfg.PGOOut != "" {
+		rep.Settings = append(rep.Settings, "Profiled (--pgo-out "+cfg.PGOOut+"): the token, introspect and me runs ran under the servers' CPU profiler, which costs them a little; measure without it")
+	}
 	if cfg.RedisCluster > 0 {
 		for _, n := range st.redisNodes {
 			rep.RedisNodes = append(rep.RedisNodes, n.label())
@@ -185,6 +189,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 	}
 	rep.Machine = append(rep.Machine, "Load average at the end: "+loadAverage())
+	if cfg.PGOOut != "" {
+		if err := writePGO(ctx, cfg.PGOOut, st.profiles, logf); err != nil {
+			return err
+		}
+	}
 
 	var out strings.Builder
 	rep.write(&out, cfg)
@@ -236,6 +245,10 @@ type stack struct {
 	// me-dpop's bound clients, and each scenario's last req/s (dpopload.go).
 	dpopSet  []boundClient
 	lastRate map[string]float64
+	// Under --pgo-out: each server's metrics listener, where its profiles
+	// are served, and the CPU profiles taken so far (pgo.go).
+	pprofURL map[string]string
+	profiles map[string][]string
 }
 
 // start starts Redis, the authserver with fresh keys, the first client,
@@ -286,13 +299,31 @@ func (s *stack) start(ctx context.Context) error {
 		env = append(env, "LOG_LEVEL="+s.cfg.LogLevel)
 	}
 
+	// Under --pgo-out each server serves its profiles on a metrics port
+	// of its own (the later METRICS_ADDR counts).
+	serverEnv := func(name string) ([]string, error) {
+		if s.cfg.PGOOut == "" {
+			return env, nil
+		}
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		s.pprofURL[name] = "http://127.0.0.1:" + strconv.Itoa(port)
+		return append(slices.Clip(env), profilingEnv(port)...), nil
+	}
+	s.pprofURL, s.profiles = map[string]string{}, map[string][]string{}
+	authEnv, err := serverEnv("authserver")
+	if err != nil {
+		return err
+	}
 	port, err := freePort()
 	if err != nil {
 		return err
 	}
 	s.authURL = "http://127.0.0.1:" + strconv.Itoa(port)
 	if s.auth, err = startProcess("authserver", s.dir, s.bins.auth, []string{"serve",
-		"--addr", "127.0.0.1:" + strconv.Itoa(port), "--keys", keys, "--issuer", s.authURL, "--audience", audience}, env); err != nil {
+		"--addr", "127.0.0.1:" + strconv.Itoa(port), "--keys", keys, "--issuer", s.authURL, "--audience", audience}, authEnv); err != nil {
 		return err
 	}
 	if err := waitHTTP(ctx, s.auth, s.authURL+"/readyz"); err != nil {
@@ -307,13 +338,17 @@ func (s *stack) start(ctx context.Context) error {
 		return err
 	}
 
+	resourceEnv, err := serverEnv("resourceserver")
+	if err != nil {
+		return err
+	}
 	if port, err = freePort(); err != nil {
 		return err
 	}
 	s.resourceURL = "http://127.0.0.1:" + strconv.Itoa(port)
 	if s.resource, err = startProcess("resourceserver", s.dir, s.bins.resource, []string{"serve",
 		"--addr", "127.0.0.1:" + strconv.Itoa(port), "--jwks-url", s.authURL + "/.well-known/jwks.json",
-		"--issuer", s.authURL, "--audience", audience}, env); err != nil {
+		"--issuer", s.authURL, "--audience", audience}, resourceEnv); err != nil {
 		return err
 	}
 	if err := waitHTTP(ctx, s.resource, s.resourceURL+"/readyz"); err != nil {
@@ -511,8 +546,12 @@ func (s *stack) measure(ctx context.Context, sc string, size, rep int, scripts m
 	logStart := proc.logSize()
 	cpu0, err1 := cpuTime(proc.pid())
 	rcpu0, err2 := s.redisCPU()
+	profiled := s.profile(ctx, sc, size, rep)
 	res, wrkCPU, out, err := run.run(ctx)
 	if err != nil {
+		return measurement{}, err
+	}
+	if err := profiled(); err != nil {
 		return measurement{}, err
 	}
 	cpu1, err3 := cpuTime(proc.pid())

@@ -71,6 +71,12 @@ func TestConfig(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "ascending") || !strings.Contains(err.Error(), "--reps") || !strings.Contains(err.Error(), "--concurrency") {
 		t.Errorf("bad flags: %v, want every problem reported", err)
 	}
+	if _, err = parseConfig([]string{"--pgo-out", "x", "--duration", "30s"}); err == nil || !strings.Contains(err.Error(), "--pgo-out profiles each run for its --duration: at most 29s") {
+		t.Errorf("--pgo-out with a 30 s run: %v", err)
+	}
+	if cfg, err = parseConfig([]string{"--pgo-out", "x", "--duration", "29s"}); err != nil || cfg.PGOOut != "x" {
+		t.Errorf("--pgo-out x --duration 29s = %q, %v", cfg.PGOOut, err)
+	}
 	_, err = parseConfig([]string{"-h"})
 	var help *helpRequested
 	if !errors.As(err, &help) || !strings.HasPrefix(help.usage, "usage: go run ./deploy/bench [flags]\n") || !strings.Contains(help.usage, "-redis-cluster-replicas int") {

@@ -90,14 +90,19 @@ func (g *Group) Listen(name, addr string, opts ...Option) (net.Addr, error) {
 }
 
 // ListenMetrics binds addr (or nothing for Off) for GET /metrics of the
-// group's registry.
-func (g *Group) ListenMetrics(addr string) (net.Addr, error) {
+// group's registry and, with profiling, the Go runtime's profiles under
+// ProfilesPath (ProfileRoutes).
+func (g *Group) ListenMetrics(addr string, profiling bool) (net.Addr, error) {
 	if g.metrics == nil {
 		return nil, errors.New("httpserver: a group without metrics has no metrics listener")
 	}
 	a, err := g.Listen(Metrics, addr)
 	if err == nil && a != nil {
-		g.Handle(Metrics, NewRouter([]Route{{Pattern: http.MethodGet + " " + metrics.Path, Handler: g.metrics.Handler()}}, DetailMisrouted))
+		routes := []Route{{Pattern: http.MethodGet + " " + metrics.Path, Handler: g.metrics.Handler()}}
+		if profiling {
+			routes = append(routes, ProfileRoutes()...)
+		}
+		g.Handle(Metrics, NewRouter(routes, DetailMisrouted))
 	}
 	return a, err
 }

@@ -32,7 +32,7 @@ func TestGroup(t *testing.T) {
 	if a, err := g.Listen("other", httpserver.Off); a != nil || err != nil {
 		t.Fatalf("off: %v %v", a, err)
 	}
-	mets, err := g.ListenMetrics("127.0.0.1:0")
+	mets, err := g.ListenMetrics("127.0.0.1:0", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,8 @@ func TestGroup(t *testing.T) {
 	if s, b := get("http://" + admin.String() + "/x"); s != 200 || b != "admin" {
 		t.Errorf("admin: %d %s", s, b)
 	}
-	for path, want := range map[string]string{"/": `{"detail":"not found"}`, "/metrics/": `{"detail":"not found"}`} {
+	for path, want := range map[string]string{"/": `{"detail":"not found"}`, "/metrics/": `{"detail":"not found"}`,
+		"/debug/pprof/": `{"detail":"not found"}`, "/debug/pprof/heap": `{"detail":"not found"}`} { // the profiles only when asked
 		if s, b := get("http://" + mets.String() + path); s != 404 || b != want {
 			t.Errorf("metrics %s: %d %s", path, s, b)
 		}
@@ -115,6 +116,63 @@ func TestGroup(t *testing.T) {
 	}
 	if _, err := net.DialTimeout("tcp", mets.String(), 100*time.Millisecond); err == nil {
 		t.Error("the metrics listener outlived Serve")
+	}
+}
+
+// With profiling, the metrics listener also serves net/http/pprof: the
+// index, a named profile, the command line, a CPU profile (gzipped
+// protobuf, what go tool pprof and go build -pgo read); other methods get
+// 405 {"detail"}, and the API listener serves none of it.
+func TestGroupProfiles(t *testing.T) {
+	g := httpserver.NewGroup(nil, metrics.New("test"))
+	api, err := g.Listen(httpserver.API, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mets, err := g.ListenMetrics("127.0.0.1:0", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Handle(httpserver.API, httpserver.NewRouter(nil, httpserver.DetailMisrouted))
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- g.Serve(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("Serve = %v", err)
+		}
+	}()
+	do := func(method, url string) (int, http.Header, []byte) {
+		t.Helper()
+		req, _ := http.NewRequest(method, url, nil)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, res.Header, b
+	}
+	base := "http://" + mets.String() + httpserver.ProfilesPath
+	if s, h, b := do("GET", base); s != 200 || !strings.HasPrefix(h.Get("Content-Type"), "text/html") || !strings.Contains(string(b), "goroutine") {
+		t.Errorf("index: %d %v %.200s", s, h, b)
+	}
+	if s, _, b := do("GET", base+"heap?debug=1"); s != 200 || !strings.Contains(string(b), "heap profile:") {
+		t.Errorf("heap: %d %.200s", s, b)
+	}
+	if s, _, b := do("GET", base+"cmdline"); s != 200 || !strings.Contains(string(b), "httpserver.test") {
+		t.Errorf("cmdline: %d %.200s", s, b)
+	}
+	if s, h, b := do("GET", base+"profile?seconds=1"); s != 200 || h.Get("Content-Type") != "application/octet-stream" ||
+		len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Errorf("CPU profile: %d %v %x", s, h, b[:min(len(b), 8)])
+	}
+	if s, _, b := do("DELETE", base+"heap"); s != 405 || string(b) != `{"detail":"method not allowed"}` {
+		t.Errorf("DELETE heap: %d %s", s, b)
+	}
+	if s, _, b := do("GET", "http://"+api.String()+httpserver.ProfilesPath); s != 404 || string(b) != `{"detail":"not found"}` {
+		t.Errorf("the API listener: %d %s", s, b)
 	}
 }
 

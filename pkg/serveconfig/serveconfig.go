@@ -50,6 +50,11 @@ type Config struct {
 	// and at both APIs alike, from the secret every replica shares in
 	// Redis (pkg/dpopnonce). Off by default.
 	DPoPNonces bool
+	// Profiling: --pprof, PPROF: also serve the Go runtime's profiles
+	// (net/http/pprof, httpserver.ProfileRoutes) on the metrics listener,
+	// for go tool pprof and for refreshing the profiles the binaries are
+	// built with (default.pgo). Off by default.
+	Profiling bool
 }
 
 // Declare binds the shared flags to c on f, with d's defaults. Finish
@@ -69,6 +74,8 @@ func (c *Config) Declare(f *cli.EnvFlags, d Defaults) {
 		"send the per-request Redis scripts through go-redis's automatic pipelining: auto (on), true or false")
 	f.Bool(&c.DPoPNonces, "dpop-nonces", "DPOP_NONCES", false,
 		"require a server nonce (DPoP-Nonce) in every DPoP proof, shared by every replica through Redis")
+	f.Bool(&c.Profiling, "pprof", "PPROF", false,
+		"also serve the Go runtime's profiles (/debug/pprof/) on the metrics listener")
 }
 
 // Finish completes c after the flags are parsed: the Redis URL and key
@@ -91,6 +98,9 @@ func (c Config) Problems() []error {
 	}
 	if !httpserver.ValidAddr(c.MetricsAddr) {
 		errs = append(errs, fmt.Errorf("--metrics-addr (METRICS_ADDR) %q: want host:port, :port or off", c.MetricsAddr))
+	}
+	if c.Profiling && c.MetricsAddr == httpserver.Off {
+		errs = append(errs, errors.New("--pprof (PPROF) serves the profiles on the metrics listener: set --metrics-addr (METRICS_ADDR), not off"))
 	}
 	if strings.TrimSpace(c.Issuer) == "" {
 		errs = append(errs, errors.New("--issuer (ISSUER) is required"))
@@ -139,12 +149,12 @@ func (c Config) Logger(w io.Writer) (logger *slog.Logger, close func(), err erro
 }
 
 // Listen binds the API (served with --max-conns) and metrics listeners of
-// c in g.
+// c in g, the latter with the profiles when --pprof is on.
 func (c Config) Listen(g *httpserver.Group) error {
 	if _, err := g.Listen(httpserver.API, c.Addr, httpserver.MaxConns(c.MaxConns)); err != nil {
 		return err
 	}
-	if _, err := g.ListenMetrics(c.MetricsAddr); err != nil {
+	if _, err := g.ListenMetrics(c.MetricsAddr, c.Profiling); err != nil {
 		g.Close()
 		return err
 	}

@@ -41,9 +41,9 @@ func TestDeclare(t *testing.T) {
 	}
 	env := map[string]string{"ADDR": ":1", "METRICS_ADDR": "off", "ISSUER": "https://i", "AUDIENCE": "a", "REDIS_URL": "redis://r:1/0",
 		"REDIS_KEY_PREFIX": "p:", "TRUSTED_PROXIES": "10.0.0.0/8", "LOG_LEVEL": "warn", "MAX_CONNS": "9", "REDIS_AUTOPIPELINE": "1", "DPOP_NONCES": "true"}
-	c, err = parse(t, env, "--addr", ":2", "--redis-url", "redis://flag:1/0")
-	want = serveconfig.Config{Addr: ":2", MetricsAddr: "off", Issuer: "https://i", Audience: "a", RedisURL: "redis://flag:1/0", KeyPrefix: "p:",
-		TrustedProxies: "10.0.0.0/8", LogLevel: "warn", MaxConns: 9, AutoPipeline: serveconfig.PipeliningOn, DPoPNonces: true}
+	c, err = parse(t, env, "--addr", ":2", "--redis-url", "redis://flag:1/0", "--metrics-addr", "127.0.0.1:9", "--pprof")
+	want = serveconfig.Config{Addr: ":2", MetricsAddr: "127.0.0.1:9", Issuer: "https://i", Audience: "a", RedisURL: "redis://flag:1/0", KeyPrefix: "p:",
+		TrustedProxies: "10.0.0.0/8", LogLevel: "warn", MaxConns: 9, AutoPipeline: serveconfig.PipeliningOn, DPoPNonces: true, Profiling: true}
 	if err != nil || c != want {
 		t.Errorf("environment and flags: %+v %v\nwant %+v", c, err, want)
 	}
@@ -84,6 +84,10 @@ func TestDeclare(t *testing.T) {
 // Problems names every problem, each with its flag and variable, and never
 // the Redis URL's content.
 func TestProblems(t *testing.T) {
+	if c, err := parse(t, map[string]string{"PPROF": "true", "METRICS_ADDR": "off"}); err != nil ||
+		errors.Join(c.Problems()...).Error() != "--pprof (PPROF) serves the profiles on the metrics listener: set --metrics-addr (METRICS_ADDR), not off" {
+		t.Errorf("profiles without the metrics listener: %v %v", c.Problems(), err)
+	}
 	c, _ := parse(t, map[string]string{"REDIS_URL": "redis://u:hunter2@[::1"}, "--addr", "nonsense", "--metrics-addr", "nowhere",
 		"--issuer", " ", "--audience", "", "--trusted-proxies", "bad", "--log-level", "loud", "--max-conns", "-1")
 	got := errors.Join(c.Problems()...).Error()

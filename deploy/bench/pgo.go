@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// maxProfile is the longest CPU profile --pgo-out takes: a profile is one
+// answer of the servers' metrics listener, which their WriteTimeout (30 s)
+// bounds.
+const maxProfile = 29 * time.Second
+
+// profiledServer names the server whose CPU profile a scenario's runs feed
+// into the profile it is built with (--pgo-out): the bearer token's
+// issuance, introspection and /me, the endpoints the targets measure.
+var profiledServer = map[string]string{scToken: "authserver", scIntrospect: "authserver", scMe: "resourceserver"}
+
+// profilingEnv is what a server is started with under --pgo-out: its
+// profiles on its metrics listener, at a port the harness knows.
+func profilingEnv(metricsPort int) []string {
+	return []string{"PPROF=true", "METRICS_ADDR=127.0.0.1:" + strconv.Itoa(metricsPort)}
+}
+
+// profile takes, under --pgo-out, a CPU profile of sc's server for the
+// length of the run that starts after it: wait returns once the profile is
+// in the work directory, remembered for writePGO. Other scenarios, and
+// runs without --pgo-out, take none.
+func (s *stack) profile(ctx context.Context, sc string, size, rep int) (wait func() error) {
+	server := profiledServer[sc]
+	if s.cfg.PGOOut == "" || server == "" {
+		return func() error { return nil }
+	}
+	file := filepath.Join(s.dir, fmt.Sprintf("cpu-%s-%d-%d.pb.gz", sc, size, rep))
+	url := s.pprofURL[server] + "/debug/pprof/profile?seconds=" + strconv.Itoa(int(s.cfg.Duration/time.Second))
+	done := make(chan error, 1)
+	go func() { done <- fetchProfile(ctx, url, file) }()
+	return func() error {
+		if err := <-done; err != nil {
+			return fmt.Errorf("CPU profile of %s during %s: %w", server, sc, err)
+		}
+		s.profiles[server] = append(s.profiles[server], file)
+		return nil
+	}
+}
+
+func fetchProfile(ctx context.Context, url, file string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		return err
+	}
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s answered %d: %.200s", url, res.StatusCode, body)
+	}
+	return os.WriteFile(file, body, 0o644)
+}
+
+// writePGO merges each server's profiles (go tool pprof -proto: the
+// toolchain's own merge, as the PGO guide does it) into
+// dir/<server>/default.pgo, where go build finds it for the server's main
+// package.
+func writePGO(ctx context.Context, dir string, profiles map[string][]string, logf func(string, ...any)) error {
+	servers := slices.Sorted(func(yield func(string) bool) {
+		for k := range profiles {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	for _, server := range servers {
+		out := filepath.Join(dir, server, "default.pgo")
+		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+			return err
+		}
+		cmd := exec.CommandContext(ctx, "go", append([]string{"tool", "pprof", "-proto"}, profiles[server]...)...)
+		merged, err := cmd.Output()
+		if err != nil {
+			return fmt.Errorf("go tool pprof -proto (%s): %w", server, err)
+		}
+		if err := os.WriteFile(out, merged, 0o644); err != nil {
+			return err
+		}
+		logf("wrote %s (%d profiles merged, %d bytes)", out, len(profiles[server]), len(merged))
+	}
+	return nil
+}
+
+// describeBuild says which profile each binary under test was built with
+// (go version -m: the build's -pgo setting), for the report's settings:
+// go build takes a main package's default.pgo on its own (-pgo=auto), so a
+// measurement of the module's servers is a measurement of their profiles.
+func describeBuild(ctx context.Context, bins binaries) string {
+	var parts []string
+	for _, b := range []struct{ name, path string }{{"authserver", bins.auth}, {"resourceserver", bins.resource}, {"ceiling", bins.ceiling}} {
+		parts = append(parts, b.name+" "+pgoOf(ctx, b.path))
+	}
+	return "Build (profile-guided optimization): " + strings.Join(parts, ", ")
+}
+
+// pgoOf is the profile path binary was built with, by its last two path
+// elements ("authserver/default.pgo"), "without a profile", or "unknown"
+// when go version -m cannot read it.
+func pgoOf(ctx context.Context, binary string) string {
+	out, err := exec.CommandContext(ctx, "go", "version", "-m", binary).Output()
+	if err != nil {
+		return "unknown"
+	}
+	for line := range strings.Lines(string(out)) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "build\t-pgo="); ok {
+			return "with " + filepath.Join(filepath.Base(filepath.Dir(v)), filepath.Base(v))
+		}
+	}
+	return "without a profile"
+}
