@@ -7,14 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -299,21 +297,8 @@ func (s *stack) start(ctx context.Context) error {
 		env = append(env, "LOG_LEVEL="+s.cfg.LogLevel)
 	}
 
-	// Under --pgo-out each server serves its profiles on a metrics port
-	// of its own (the later METRICS_ADDR counts).
-	serverEnv := func(name string) ([]string, error) {
-		if s.cfg.PGOOut == "" {
-			return env, nil
-		}
-		port, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		s.pprofURL[name] = "http://127.0.0.1:" + strconv.Itoa(port)
-		return append(slices.Clip(env), profilingEnv(port)...), nil
-	}
 	s.pprofURL, s.profiles = map[string]string{}, map[string][]string{}
-	authEnv, err := serverEnv("authserver")
+	authEnv, err := s.serverEnv(env, "authserver")
 	if err != nil {
 		return err
 	}
@@ -338,7 +323,7 @@ func (s *stack) start(ctx context.Context) error {
 		return err
 	}
 
-	resourceEnv, err := serverEnv("resourceserver")
+	resourceEnv, err := s.serverEnv(env, "resourceserver")
 	if err != nil {
 		return err
 	}
@@ -487,140 +472,4 @@ func writeData(dir, name string, load []client) (dataFiles, error) {
 		files[kind] = p
 	}
 	return files, nil
-}
-
-// measure runs one scenario: empty rate-limit logs, the server's peak RSS
-// reset, a warm-up, then the measured run with the CPU time of the server
-// and Redis read around it.
-func (s *stack) measure(ctx context.Context, sc string, size, rep int, scripts map[string]string, data dataFiles) (measurement, error) {
-	var (
-		proc       *process
-		base, path string
-		kind       = sc
-	)
-	switch sc {
-	case scToken, scTokenHot:
-		proc, base, path, kind = s.auth, s.authURL, "/api/v1/oauth/token/", scToken
-	case scIntrospect:
-		proc, base, path = s.auth, s.authURL, "/api/v1/oauth/introspect/"
-	case scMeDPoP:
-		proc, base, path = s.resource, s.resourceURL, "/api/v1/me/"
-	case scMe, scMeHot:
-		proc, base, path, kind = s.resource, s.resourceURL, "/api/v1/me/", scMe
-	case scBare, scRedis:
-		proc, base, path, kind = s.ceiling, s.ceilURL, "/"+sc, scMe
-	case scSign:
-		proc, base, path, kind = s.ceiling, s.ceilURL, "/sign", scToken
-	case scAdmit:
-		proc, base, path, kind = s.ceiling, s.ceilURL, "/admit", scMe
-	case scAuthSign:
-		proc, base, path, kind = s.ceiling, s.ceilURL, "/authsign", scToken
-	case scAuthCheck:
-		proc, base, path, kind = s.ceiling, s.ceilURL, "/authcheck", scIntrospect
-	case scHydraToken:
-		proc, base, path, kind = s.hydra, s.hydraPublicURL, "/oauth2/token", scToken
-	case scHydraIntrospect:
-		proc, base, path, kind = s.hydra, s.hydraAdminURL, "/admin/oauth2/introspect", scIntrospect
-	default:
-		return measurement{}, fmt.Errorf("unknown scenario %q", sc)
-	}
-	if err := clearRateLogs(ctx, s.rdb); err != nil {
-		return measurement{}, err
-	}
-	run := wrkRun{Script: scripts[kind], URL: base, Data: data[kind], Path: path, Threads: s.cfg.Threads, Connections: s.cfg.Concurrency}
-	m := measurement{Scenario: sc, Size: size, Rep: rep, PeakReset: resetPeakRSS(proc.pid())}
-	if s.cfg.Warmup > 0 {
-		warm := run
-		warm.Duration = s.cfg.Warmup
-		if err := s.dpopPrepare(ctx, sc, &warm, "warm"); err != nil {
-			return measurement{}, err
-		}
-		if _, _, _, err := warm.run(ctx); err != nil {
-			return measurement{}, err
-		}
-	}
-	run.Duration = s.cfg.Duration
-	if err := s.dpopPrepare(ctx, sc, &run, "run"); err != nil {
-		return measurement{}, err
-	}
-	logStart := proc.logSize()
-	cpu0, err1 := cpuTime(proc.pid())
-	rcpu0, err2 := s.redisCPU()
-	profiled := s.profile(ctx, sc, size, rep)
-	res, wrkCPU, out, err := run.run(ctx)
-	if err != nil {
-		return measurement{}, err
-	}
-	if err := profiled(); err != nil {
-		return measurement{}, err
-	}
-	cpu1, err3 := cpuTime(proc.pid())
-	rcpu1, err4 := s.redisCPU()
-	rss, err5 := peakRSS(proc.pid())
-	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
-		return measurement{}, fmt.Errorf("read /proc of %s: %w", proc.name, err)
-	}
-	procs := []*process{proc}
-	for _, n := range s.redisNodes {
-		procs = append(procs, n.proc)
-	}
-	for _, p := range procs {
-		if p.exited() {
-			return measurement{}, fmt.Errorf("%s exited during the %s run:\n%s", p.name, sc, p.tail())
-		}
-	}
-	if err := os.WriteFile(filepath.Join(s.dir, fmt.Sprintf("wrk-%s-%d-%d.txt", sc, size, rep)), []byte(out), 0o644); err != nil {
-		return measurement{}, err
-	}
-	m.Wrk, m.WrkCPU = res, wrkCPU
-	if m.DPoP, err = s.dpopRecords(ctx, sc); err != nil {
-		return measurement{}, err
-	}
-	if res.Status > 0 {
-		m.Errors = describeErrors(proc, logStart)
-		if proc == s.hydra {
-			m.Errors += "; " + s.hydraProbe(ctx, sc)
-		}
-	}
-	m.ServerCPU, m.PeakRSS = cpu1-cpu0, rss
-	for i := range rcpu0 {
-		m.RedisNodeCPU = append(m.RedisNodeCPU, rcpu1[i]-rcpu0[i])
-		m.RedisCPU += rcpu1[i] - rcpu0[i]
-	}
-	return m, nil
-}
-
-// redisCPU is the CPU time of every redis-server process, in the order of
-// s.redisNodes.
-func (s *stack) redisCPU() ([]time.Duration, error) {
-	out := make([]time.Duration, len(s.redisNodes))
-	for i, n := range s.redisNodes {
-		d, err := cpuTime(n.proc.pid())
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", n.proc.name, err)
-		}
-		out[i] = d
-	}
-	return out, nil
-}
-
-// describeErrors says which error statuses the server's access log shows
-// since offset, and the first warning it logged. The ceiling logs nothing.
-func describeErrors(p *process, offset int64) string {
-	counts, first := p.errorStatuses(offset)
-	if len(counts) == 0 && first == "" {
-		return "not in " + p.name + "'s log"
-	}
-	var parts []string
-	for _, st := range slices.Sorted(maps.Keys(counts)) {
-		parts = append(parts, fmt.Sprintf("%d x%d", st, counts[st]))
-	}
-	desc := p.name + " answered " + strings.Join(parts, ", ")
-	if first != "" {
-		if len(first) > 300 {
-			first = first[:300] + "..."
-		}
-		desc += "; first warning: `" + first + "`"
-	}
-	return desc
 }

@@ -24,10 +24,19 @@ const maxProfile = 29 * time.Second
 // issuance, introspection and /me, the endpoints the targets measure.
 var profiledServer = map[string]string{scToken: "authserver", scIntrospect: "authserver", scMe: "resourceserver"}
 
-// profilingEnv is what a server is started with under --pgo-out: its
-// profiles on its metrics listener, at a port the harness knows.
-func profilingEnv(metricsPort int) []string {
-	return []string{"PPROF=true", "METRICS_ADDR=127.0.0.1:" + strconv.Itoa(metricsPort)}
+// serverEnv is env for the server called name; under --pgo-out with its
+// profiles on (PPROF) on a metrics port of its own that the harness picks
+// and remembers (the later METRICS_ADDR counts).
+func (s *stack) serverEnv(env []string, name string) ([]string, error) {
+	if s.cfg.PGOOut == "" {
+		return env, nil
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	s.pprofURL[name] = "http://127.0.0.1:" + strconv.Itoa(port)
+	return append(slices.Clip(env), "PPROF=true", "METRICS_ADDR=127.0.0.1:"+strconv.Itoa(port)), nil
 }
 
 // profile takes, under --pgo-out, a CPU profile of sc's server for the
