@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -86,14 +87,7 @@ func fetchProfile(ctx context.Context, url, file string) error {
 // dir/<server>/default.pgo, where go build finds it for the server's main
 // package.
 func writePGO(ctx context.Context, dir string, profiles map[string][]string, logf func(string, ...any)) error {
-	servers := slices.Sorted(func(yield func(string) bool) {
-		for k := range profiles {
-			if !yield(k) {
-				return
-			}
-		}
-	})
-	for _, server := range servers {
+	for _, server := range slices.Sorted(maps.Keys(profiles)) {
 		out := filepath.Join(dir, server, "default.pgo")
 		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 			return err
