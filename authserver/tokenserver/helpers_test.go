@@ -31,7 +31,6 @@ import (
 const (
 	testIssuer   = "https://auth.example.test"
 	testAudience = "partner-api"
-	formType     = "application/x-www-form-urlencoded"
 	jsonType     = "application/json"
 )
 

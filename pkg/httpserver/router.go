@@ -47,7 +47,7 @@ func NewRouter(routes []Route, misrouted Misrouted) http.Handler {
 		if strings.HasSuffix(path, "/") {
 			pattern += "{$}"
 		}
-		rt.mux.Handle(pattern, &routed{path: path, next: route.Handler})
+		rt.mux.Handle(pattern, &routed{path: path, next: route.Handler, exact: !strings.Contains(path, "{")})
 		for _, m := range []string{method, http.MethodHead} {
 			if (m == method || method == http.MethodGet) && !slices.Contains(rt.methods, m) {
 				rt.methods = append(rt.methods, m)
@@ -59,8 +59,17 @@ func NewRouter(routes []Route, misrouted Misrouted) http.Handler {
 }
 
 func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if rt.match(r) != nil {
-		rt.mux.ServeHTTP(w, r)
+	h, pattern := rt.mux.Handler(r)
+	if route, ok := h.(*routed); ok {
+		if !route.exact {
+			rt.mux.ServeHTTP(w, r) // it binds the path values ({id})
+			return
+		}
+		// A route without wildcards has nothing to bind: ServeMux's
+		// ServeHTTP would only look the same route up a second time. The
+		// pattern is set as it sets it (the admin audit reads it).
+		r.Pattern = pattern
+		route.ServeHTTP(w, r)
 		return
 	}
 	// No route for this method: the methods whose route has this path
@@ -97,6 +106,8 @@ func (rt *router) match(r *http.Request) *routed {
 type routed struct {
 	path string
 	next http.Handler
+	// exact is true for a path without wildcards ("{id}").
+	exact bool
 }
 
 func (rt *routed) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -15,12 +15,13 @@ import (
 )
 
 // TestRouter: exact paths (no subtree, no redirect), HEAD on GET routes,
-// 404 and 405 (with Allow) through the surface's own writer, path values,
-// and bounded metrics labels.
+// 404 and 405 (with Allow) through the surface's own writer, path values
+// and the matched pattern (routes with and without wildcards take different
+// ways through the router), and bounded metrics labels.
 func TestRouter(t *testing.T) {
 	ok := func(name string) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			io.WriteString(w, name+" "+r.PathValue("id"))
+			io.WriteString(w, name+" "+r.PathValue("id")+" "+r.Pattern)
 		})
 	}
 	misrouted := func(w http.ResponseWriter, r *http.Request, status int, allow []string) {
@@ -42,10 +43,11 @@ func TestRouter(t *testing.T) {
 		status       int
 		body, allow  string
 	}{
-		{"POST", "/token/", 200, "token ", ""},
-		{"GET", "/items/42", 200, "item 42", ""},
+		{"POST", "/token/", 200, "token  POST /token/{$}", ""},
+		{"GET", "/items/42", 200, "item 42 GET /items/{id}", ""},
 		{"HEAD", "/items/42", 200, "", ""},
-		{"DELETE", "/items/42", 200, "delete 42", ""},
+		{"DELETE", "/items/42", 200, "delete 42 DELETE /items/{id}", ""},
+		{"GET", "/healthz", 200, "health  GET /healthz", ""},
 		{"GET", "/token/", 405, "misrouted 405 [POST]", "POST"},
 		{"PUT", "/items/42", 405, "misrouted 405 [DELETE GET HEAD]", "DELETE, GET, HEAD"},
 		{"POST", "/healthz", 405, "misrouted 405 [GET HEAD]", "GET, HEAD"},
@@ -73,6 +75,7 @@ func TestRouter(t *testing.T) {
 partnerapi_http_requests_total{code="2xx",method="DELETE",route="/items/{id}"} 1
 partnerapi_http_requests_total{code="2xx",method="GET",route="/items/{id}"} 1
 partnerapi_http_requests_total{code="2xx",method="HEAD",route="/items/{id}"} 1
+partnerapi_http_requests_total{code="2xx",method="GET",route="/healthz"} 1
 partnerapi_http_requests_total{code="2xx",method="POST",route="/token/"} 1
 partnerapi_http_requests_total{code="4xx",method="GET",route="/token/"} 1
 partnerapi_http_requests_total{code="4xx",method="GET",route="unmatched"} 2
