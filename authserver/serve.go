@@ -168,7 +168,7 @@ func serve(ctx context.Context, cfg serveConfig, env cli.Env) error {
 	if err != nil {
 		return err
 	}
-	admin, err := newAdmin(logger, cfg, rdb, authority, verifier, trust, nonces)
+	admin, err := newAdmin(logger, cfg, rdb, authority, verifier, trust, nonces, m.Metrics)
 	if err != nil {
 		return err
 	}
@@ -197,9 +197,10 @@ func serve(ctx context.Context, cfg serveConfig, env cli.Env) error {
 	return g.Serve(ctx)
 }
 
-// newAdmin wires the admin API (nil when --admin-addr is off). Its changes
-// wait for the replicas REDIS_URL asks for, like the command line's.
-func newAdmin(logger *slog.Logger, cfg serveConfig, rdb redis.UniversalClient, keys *signingkeys.Authority, tokens *accesstoken.CachingVerifier, trust clientip.Trust, nonces admission.Nonces) (http.Handler, error) {
+// newAdmin wires the admin API (nil when --admin-addr is off), its answers
+// counted in the token service's registry (m). Its changes wait for the
+// replicas REDIS_URL asks for, like the command line's.
+func newAdmin(logger *slog.Logger, cfg serveConfig, rdb redis.UniversalClient, keys *signingkeys.Authority, tokens *accesstoken.CachingVerifier, trust clientip.Trust, nonces admission.Nonces, m *metrics.Metrics) (http.Handler, error) {
 	if cfg.AdminAddr == httpserver.Off {
 		return nil, nil
 	}
@@ -213,5 +214,5 @@ func newAdmin(logger *slog.Logger, cfg serveConfig, rdb redis.UniversalClient, k
 	withdrawals := keywithdrawal.NewStore(rdb, prefix)
 	withdrawals.ConfirmWrites(confirm)
 	return adminapi.NewServer(logger.With("listener", "admin"), adminapi.Config{Trust: trust, KeyPrefix: prefix, JWKSAllowHTTP: cfg.JWKS.AllowHTTP, PublicBaseURL: cfg.AdminBaseURL},
-		adminapi.Deps{Ops: &operations.Service{Registry: store, Withdrawals: withdrawals, JWKS: cfg.JWKS}, Tokens: tokens, Admit: store, Keys: keys, Redis: rdb, Nonces: nonces})
+		adminapi.Deps{Ops: &operations.Service{Registry: store, Withdrawals: withdrawals, JWKS: cfg.JWKS}, Tokens: tokens, Admit: store, Keys: keys, Redis: rdb, Nonces: nonces, Metrics: m})
 }

@@ -66,6 +66,9 @@ type Deps struct {
 	Nonces admission.Nonces
 	// Redis holds idempotency records and the admin audit stream.
 	Redis redis.UniversalClient
+	// Metrics, when not nil, counts every answer by route, method and
+	// status class (a *metrics.Metrics: the token service's registry).
+	Metrics httpserver.Observer
 }
 
 // Server is the admin API's HTTP handler.
@@ -100,7 +103,7 @@ func NewServer(logger *slog.Logger, cfg Config, deps Deps) (*Server, error) {
 	for _, rt := range s.routes() {
 		routes = append(routes, httpserver.Route{Pattern: rt.method + " " + rt.pattern, Handler: s.endpoint(rt)})
 	}
-	s.handler = httpserver.Base{Logger: logger, Trust: cfg.Trust}.Wrap(httpserver.NewRouter(routes, s.misrouted))
+	s.handler = httpserver.Base{Logger: logger, Trust: cfg.Trust, Observer: deps.Metrics}.Wrap(httpserver.NewRouter(routes, s.misrouted))
 	return s, nil
 }
 

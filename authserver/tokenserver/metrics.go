@@ -1,10 +1,18 @@
 package tokenserver
 
-import "net/http"
+import (
+	"net/http"
+	"time"
+
+	"github.com/partnerapi/authplatform/pkg/httpserver"
+)
 
 // recorder is what the token service reports for its operators (a
 // *metrics.TokenService in production).
 type recorder interface {
+	// ObserveHTTP counts every answer by route, method and status class
+	// (the base layer's Observer).
+	httpserver.Observer
 	// TokenIssued counts an access token issued.
 	TokenIssued()
 	// TokenRevoked counts an access token revoked (RFC 7009).
@@ -25,11 +33,12 @@ type recorder interface {
 // noMetrics counts nothing (Deps.Metrics unset).
 type noMetrics struct{}
 
-func (noMetrics) TokenIssued()             {}
-func (noMetrics) TokenRevoked()            {}
-func (noMetrics) Refused(_, _ string)      {}
-func (noMetrics) CredentialChecked(string) {}
-func (noMetrics) JWKSURIFetched(string)    {}
+func (noMetrics) ObserveHTTP(string, string, int, time.Duration) {}
+func (noMetrics) TokenIssued()                                   {}
+func (noMetrics) TokenRevoked()                                  {}
+func (noMetrics) Refused(_, _ string)                            {}
+func (noMetrics) CredentialChecked(string)                       {}
+func (noMetrics) JWKSURIFetched(string)                          {}
 
 // endpointOf names r's endpoint for the refusal count.
 func endpointOf(r *http.Request) string {

@@ -99,7 +99,8 @@ type Deps struct {
 	Tokens tokenVerifier
 	// Ready reports whether Redis answers (for /readyz).
 	Ready func(ctx context.Context) error
-	// Metrics counts issued tokens, refusals and cache lookups (optional).
+	// Metrics counts answers, issued tokens, refusals and cache lookups
+	// (optional).
 	Metrics recorder
 	// Nonces, when set, makes the token endpoint require DPoP server
 	// nonces (RFC 9449 section 8; DPOP_NONCES=true): the same shared
@@ -177,7 +178,7 @@ func NewServer(logger *slog.Logger, cfg Config, deps Deps) (*Server, error) {
 	s.tokenURL = strings.TrimSuffix(cfg.Issuer, "/") + PathToken
 	s.audiences = []string{cfg.Issuer, s.tokenURL}
 	s.manager = newManager(&generator{keys: deps.Keys, now: cfg.Now})
-	s.mux = httpserver.Base{Logger: logger, Trust: cfg.Trust, MaxBodyBytes: MaxBodyBytes}.Wrap(httpserver.NewRouter(s.routes(), s.misrouted))
+	s.mux = httpserver.Base{Logger: logger, Trust: cfg.Trust, MaxBodyBytes: MaxBodyBytes, Observer: s.metrics}.Wrap(httpserver.NewRouter(s.routes(), s.misrouted))
 	return s, nil
 }
 

@@ -33,17 +33,29 @@ const DefaultMaxBodyBytes = 64 << 10
 //     {"detail":"internal error"} if nothing was written yet, and the process
 //     and the connection carry on (http.ErrAbortHandler is passed on: it is
 //     net/http's way to abort a response on purpose);
+//   - tells the Observer (the HTTP metrics) of the answer: the route the
+//     router set (SetRoute), the method, the status and the duration;
 //   - logs one access record: method, path, status, duration, client address
 //     and what handlers added with Annotate; never the query string (it may
 //     hold a misplaced token) nor any header value.
 //
-// Written once here so that both servers answer, log and limit alike.
+// Written once here so that both servers answer, count, log and limit
+// alike, with one response writer that remembers the status for both the
+// metrics and the access record.
 type Base struct {
 	Logger *slog.Logger
 	// Trust names the proxies whose X-Request-Id and X-Forwarded-For count.
 	Trust clientip.Trust
 	// MaxBodyBytes caps request bodies (0: DefaultMaxBodyBytes).
 	MaxBodyBytes int64
+	// Observer, when not nil, is told of every answer (a *metrics.Metrics).
+	Observer Observer
+}
+
+// Observer is told of every answer served behind Base: its route pattern
+// ("" when no route matched), method, status and duration.
+type Observer interface {
+	ObserveHTTP(route, method string, status int, d time.Duration)
 }
 
 // Wrap returns next behind the base layer.
@@ -67,14 +79,19 @@ func (b Base) Wrap(next http.Handler) http.Handler {
 			r.Body = http.MaxBytesReader(w, r.Body, b.MaxBodyBytes) // w, not rec: it closes the connection through the server's own writer
 		}
 		defer func() {
-			if p := recover(); p != nil {
-				if p == http.ErrAbortHandler {
-					panic(p)
-				}
+			p := recover()
+			if p != nil && p != http.ErrAbortHandler {
 				b.Logger.LogAttrs(ctx, slog.LevelError, "panic", slog.Any("panic", p), slog.String("stack", string(debug.Stack())))
 				if !rec.wrote {
 					internalError(rec)
 				}
+			}
+			end := time.Now()
+			if b.Observer != nil {
+				b.Observer.ObserveHTTP(rec.route, r.Method, rec.status, end.Sub(start))
+			}
+			if p == http.ErrAbortHandler {
+				panic(p)
 			}
 			h := b.Logger.Handler()
 			if !h.Enabled(ctx, slog.LevelInfo) {
@@ -85,7 +102,6 @@ func (b Base) Wrap(next http.Handler) http.Handler {
 			// caller lookup (runtime.Callers) that Logger.LogAttrs makes
 			// on every call for a source field no handler here writes,
 			// and its clock reading is the duration's.
-			end := time.Now()
 			ar := slog.NewRecord(end, slog.LevelInfo, "request", 0)
 			ar.AddAttrs(slog.String("method", r.Method), slog.String("path", r.URL.Path),
 				slog.Int("status", rec.status), slog.Duration("duration", end.Sub(start)),
@@ -114,14 +130,28 @@ func Annotate(ctx context.Context, attrs ...slog.Attr) {
 	}
 }
 
+// SetRoute records the route pattern ctx's request matched
+// ("/docs/:page", never "/docs/errors"), the metrics' route label. The
+// router calls it (the resource server's Gin engine too, with its own
+// pattern); outside Base it does nothing.
+func SetRoute(ctx context.Context, pattern string) {
+	if rec, ok := ctx.Value(recordKey{}).(*record); ok {
+		rec.route = pattern
+	}
+}
+
 // record is the response writer of a request under Base: it remembers the
-// status for the access record, and the attributes handlers added.
+// status for the metrics and the access record, the route the router set,
+// and the attributes handlers added.
 type record struct {
 	http.ResponseWriter
 	status int
 	wrote  bool
-	mu     sync.Mutex
-	attrs  []slog.Attr
+	// route is set by SetRoute on the request's own goroutine, and read
+	// there once the handler has returned.
+	route string
+	mu    sync.Mutex
+	attrs []slog.Attr
 }
 
 func (r *record) annotations() []slog.Attr {

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/partnerapi/authplatform/pkg/clientip"
 	"github.com/partnerapi/authplatform/pkg/httpserver"
 	"github.com/partnerapi/authplatform/pkg/logging"
@@ -148,6 +150,52 @@ func TestBasePanic(t *testing.T) {
 	}
 }
 
+// The base layer tells its Observer of every answer, with the access record
+// off too: the route the router set (none for a 404), the method, and the
+// status a recovered panic was answered with.
+func TestBaseMetrics(t *testing.T) {
+	logger, err := logging.New(io.Discard, "warn") // no access record
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := metrics.New("test")
+	srv := httptest.NewServer(httpserver.Base{Logger: logger, Observer: m}.Wrap(httpserver.NewRouter([]httpserver.Route{
+		{Pattern: "GET /ok", Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "fine") })},
+		{Pattern: "POST /items/{id}", Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { panic("boom") })},
+	}, httpserver.DetailMisrouted)))
+	t.Cleanup(srv.Close)
+	for _, tc := range []struct {
+		method, path string
+		status       int
+	}{
+		{"GET", "/ok", 200}, {"GET", "/ok", 200}, {"GET", "/nope", 404}, {"POST", "/items/7", 500}, {"BREW", "/ok", 405},
+	} {
+		req, _ := http.NewRequest(tc.method, srv.URL+tc.path, nil)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != tc.status {
+			t.Fatalf("%s %s: %d, want %d", tc.method, tc.path, res.StatusCode, tc.status)
+		}
+	}
+	want := `
+# HELP partnerapi_http_requests_total HTTP requests answered, by route pattern, method and status class.
+# TYPE partnerapi_http_requests_total counter
+partnerapi_http_requests_total{code="2xx",method="GET",route="/ok"} 2
+partnerapi_http_requests_total{code="4xx",method="GET",route="unmatched"} 1
+partnerapi_http_requests_total{code="4xx",method="OTHER",route="/ok"} 1
+partnerapi_http_requests_total{code="5xx",method="POST",route="/items/{id}"} 1
+`
+	if err := testutil.GatherAndCompare(m.Registry, strings.NewReader(want), "partnerapi_http_requests_total"); err != nil {
+		t.Error(err)
+	}
+	if n := testutil.CollectAndCount(m.Registry, "partnerapi_http_request_duration_seconds"); n != 3 {
+		t.Errorf("%d duration series, want 3 (one per route label)", n)
+	}
+}
+
 // http.ErrAbortHandler aborts the answer: no 500, the connection is cut.
 func TestBaseAbort(t *testing.T) {
 	srv, _ := baseServer(t, "", func(w http.ResponseWriter, r *http.Request) { panic(http.ErrAbortHandler) })
@@ -215,21 +263,21 @@ func BenchmarkBase(b *testing.B) {
 
 // BenchmarkLayers is what every answer of ours goes through before and
 // after its handler, in process, stacked as the servers stack them: the
-// metrics (Group.Handle), the base layer, the router, around a handler
-// that annotates the access record and writes a small JSON body.
+// base layer with the metrics, the router, around a handler that annotates
+// the access record and writes a small JSON body.
 func BenchmarkLayers(b *testing.B) {
 	logger, err := logging.New(io.Discard, "info")
 	if err != nil {
 		b.Fatal(err)
 	}
-	h := metrics.New("bench").Middleware(httpserver.Base{Logger: logger}.Wrap(httpserver.NewRouter([]httpserver.Route{
+	h := httpserver.Base{Logger: logger, Observer: metrics.New("bench")}.Wrap(httpserver.NewRouter([]httpserver.Route{
 		{Pattern: "POST /api/v1/oauth/introspect/", Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			httpserver.Annotate(r.Context(), slog.String("client_id", "svc_3f9a1c2b7d4e5f60"))
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusOK)
 			_, _ = io.WriteString(w, `{"active":false}`)
 		})},
-	}, httpserver.DetailMisrouted)))
+	}, httpserver.DetailMisrouted))
 	b.ReportAllocs()
 	for b.Loop() {
 		req := httptest.NewRequest(http.MethodPost, "/api/v1/oauth/introspect/", strings.NewReader("token=x"))

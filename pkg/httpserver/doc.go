@@ -8,8 +8,9 @@
 // WriteDetail is the one writer of {"detail"} bodies. Base is the layer
 // every surface puts in front of its routes (plain net/http middleware;
 // the resource server mounts its Gin engine inside it): request id, body
-// limit, panic recovery and one access record per request, with attributes
-// handlers add through Annotate.
+// limit, panic recovery, the HTTP metrics of every answer (its Observer,
+// with the route SetRoute left) and one access record per request, with
+// attributes handlers add through Annotate.
 //
 // Serve serves one listener: timeouts that bound slow clients, a header
 // size cap, a limit on the connections served at once (MaxConns, sized by

@@ -61,9 +61,10 @@ type member struct {
 	opts    []Option
 }
 
-// NewGroup returns an empty group logging to logger. With m, every
-// listener's answers but the metrics' own are counted (m.Middleware) and
-// ListenMetrics serves m's registry.
+// NewGroup returns an empty group logging to logger. With m,
+// ListenMetrics serves m's registry; the other listeners' answers are
+// counted by their handlers' base layer (Base.Observer: the servers give
+// it the same m).
 func NewGroup(logger *slog.Logger, m *metrics.Metrics) *Group {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -112,9 +113,6 @@ func (g *Group) ListenMetrics(addr string, profiling bool) (net.Addr, error) {
 func (g *Group) Handle(name string, h http.Handler) {
 	for _, m := range g.members {
 		if m.name == name {
-			if g.metrics != nil && name != Metrics {
-				h = g.metrics.Middleware(h)
-			}
 			m.handler = h
 		}
 	}

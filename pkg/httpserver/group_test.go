@@ -14,7 +14,8 @@ import (
 )
 
 // TestGroup serves an API, an admin and a metrics listener together: the
-// API's answers are counted, the metrics listener routes GET /metrics only
+// API's and the admin's answers are counted in the metrics listener's
+// registry (by their base layer, as the servers wire it), the metrics listener routes GET /metrics only
 // (404 and 405 as {"detail"}), an off listener binds nothing, and on
 // cancellation the metrics listener still answers while the API drains an
 // in-flight request, then every listener stops.
@@ -40,15 +41,15 @@ func TestGroup(t *testing.T) {
 		t.Errorf("a port in use: %v", err)
 	}
 	inHandler, release := make(chan struct{}), make(chan struct{})
-	g.Handle(httpserver.API, httpserver.NewRouter([]httpserver.Route{
+	g.Handle(httpserver.API, httpserver.Base{Observer: m}.Wrap(httpserver.NewRouter([]httpserver.Route{
 		{Pattern: "GET /slow", Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			close(inHandler)
 			<-release
 			io.WriteString(w, "done")
 		})},
 		{Pattern: "GET /fast", Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "fast") })},
-	}, httpserver.DetailMisrouted))
-	g.Handle(httpserver.Admin, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "admin") }))
+	}, httpserver.DetailMisrouted)))
+	g.Handle(httpserver.Admin, httpserver.Base{Observer: m}.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "admin") })))
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- g.Serve(ctx) }()

@@ -4,8 +4,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-
-	"github.com/partnerapi/authplatform/pkg/metrics"
 )
 
 // Route is one endpoint of a surface: a net/http ServeMux pattern with its
@@ -32,9 +30,9 @@ type router struct {
 	misrouted Misrouted
 }
 
-// NewRouter returns the handler of routes. Each answer is labelled for
-// metrics (metrics.SetRoute) with its route's path as written (a 405 too),
-// or metrics.Unmatched: never a raw path. It panics on a malformed or
+// NewRouter returns the handler of routes. Each answer is labelled for the
+// metrics (SetRoute) with its route's path as written (a 405 too), or with
+// none (metrics.Unmatched): never a raw path. It panics on a malformed or
 // conflicting pattern, as ServeMux does: routes are fixed at build time.
 func NewRouter(routes []Route, misrouted Misrouted) http.Handler {
 	rt := &router{mux: http.NewServeMux(), misrouted: misrouted}
@@ -82,7 +80,7 @@ func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			probe.Method = m
 			if h := rt.match(probe); h != nil {
 				allow = append(allow, m)
-				metrics.SetRoute(r.Context(), h.path) // a route's path: bounded
+				SetRoute(r.Context(), h.path) // a route's path: bounded
 			}
 		}
 	}
@@ -111,6 +109,6 @@ type routed struct {
 }
 
 func (rt *routed) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	metrics.SetRoute(r.Context(), rt.path)
+	SetRoute(r.Context(), rt.path)
 	rt.next.ServeHTTP(w, r)
 }

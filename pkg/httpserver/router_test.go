@@ -29,7 +29,7 @@ func TestRouter(t *testing.T) {
 		fmt.Fprintf(w, "misrouted %d %v", status, allow)
 	}
 	m := metrics.New("test")
-	h := m.Middleware(httpserver.NewRouter([]httpserver.Route{
+	h := httpserver.Base{Observer: m}.Wrap(httpserver.NewRouter([]httpserver.Route{
 		{Pattern: "POST /token/", Handler: ok("token")},
 		{Pattern: "GET /items/{id}", Handler: ok("item")},
 		{Pattern: "DELETE /items/{id}", Handler: ok("delete")},

@@ -3,16 +3,21 @@ package api
 import (
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
+	"github.com/partnerapi/authplatform/pkg/httpserver"
 	"github.com/partnerapi/authplatform/pkg/metrics"
 )
 
 // Metrics receives what the resource server counts for its operators (a
 // *metrics.ResourceServer in production).
 type Metrics interface {
+	// ObserveHTTP counts every answer by route, method and status class
+	// (the base layer's Observer).
+	httpserver.Observer
 	// Refused counts an answer of status 401, 403 or 429 by reason (the
 	// metrics.Reason constants).
 	Refused(status int, reason string)
@@ -23,17 +28,18 @@ type Metrics interface {
 // noMetrics counts nothing (Deps.Metrics unset).
 type noMetrics struct{}
 
-func (noMetrics) Refused(int, string) {}
-func (noMetrics) TokenCache(bool)     {}
+func (noMetrics) ObserveHTTP(string, string, int, time.Duration) {}
+func (noMetrics) Refused(int, string)                            {}
+func (noMetrics) TokenCache(bool)                                {}
 
 // errRevoked is the cause of a token refused because its client was revoked
 // or its secret rotated after it was issued.
 var errRevoked = errors.New("client revoked or credentials rotated")
 
-// routeLabel gives the metrics middleware around the engine the matched
-// route pattern ("/docs/:page"), never the raw path.
+// routeLabel gives the base layer around the engine the matched route
+// pattern ("/docs/:page"), never the raw path, for the metrics.
 func (s *server) routeLabel(c *gin.Context) {
-	metrics.SetRoute(c.Request.Context(), c.FullPath())
+	httpserver.SetRoute(c.Request.Context(), c.FullPath())
 	c.Next()
 }
 

@@ -79,7 +79,7 @@ type Deps struct {
 	// Nonces, when not nil, requires a server nonce in every DPoP proof
 	// (DPOP_NONCES; a *dpopnonce.Shared).
 	Nonces admission.Nonces
-	// Metrics counts refusals and token cache lookups (optional).
+	// Metrics counts answers, refusals and token cache lookups (optional).
 	Metrics Metrics
 }
 
@@ -160,6 +160,6 @@ func newServer(logger *slog.Logger, cfg Config, deps Deps) (*server, error) {
 	}
 	s.routes()
 	// No route reads a body: the base layer's default limit is the backstop.
-	s.handler = httpserver.Base{Logger: logger, Trust: cfg.Trust}.Wrap(e)
+	s.handler = httpserver.Base{Logger: logger, Trust: cfg.Trust, Observer: deps.Metrics}.Wrap(e)
 	return s, nil
 }
