@@ -180,19 +180,25 @@ func TestBaseMetrics(t *testing.T) {
 			t.Fatalf("%s %s: %d, want %d", tc.method, tc.path, res.StatusCode, tc.status)
 		}
 	}
-	want := `
-# HELP partnerapi_http_requests_total HTTP requests answered, by route pattern, method and status class.
-# TYPE partnerapi_http_requests_total counter
+	wantRequests(t, m, `
 partnerapi_http_requests_total{code="2xx",method="GET",route="/ok"} 2
 partnerapi_http_requests_total{code="4xx",method="GET",route="unmatched"} 1
 partnerapi_http_requests_total{code="4xx",method="OTHER",route="/ok"} 1
 partnerapi_http_requests_total{code="5xx",method="POST",route="/items/{id}"} 1
-`
-	if err := testutil.GatherAndCompare(m.Registry, strings.NewReader(want), "partnerapi_http_requests_total"); err != nil {
-		t.Error(err)
-	}
+`)
 	if n := testutil.CollectAndCount(m.Registry, "partnerapi_http_request_duration_seconds"); n != 3 {
 		t.Errorf("%d duration series, want 3 (one per route label)", n)
+	}
+}
+
+// wantRequests compares m's partnerapi_http_requests_total with series (its
+// samples in the text exposition format, HELP and TYPE left out).
+func wantRequests(t *testing.T, m *metrics.Metrics, series string) {
+	t.Helper()
+	want := "# HELP partnerapi_http_requests_total HTTP requests answered, by route pattern, method and status class.\n" +
+		"# TYPE partnerapi_http_requests_total counter" + series
+	if err := testutil.GatherAndCompare(m.Registry, strings.NewReader(want), "partnerapi_http_requests_total"); err != nil {
+		t.Error(err)
 	}
 }
 
