@@ -15,10 +15,11 @@ import (
 
 // TestGroup serves an API, an admin and a metrics listener together: the
 // API's and the admin's answers are counted in the metrics listener's
-// registry (by their base layer, as the servers wire it), the metrics listener routes GET /metrics only
-// (404 and 405 as {"detail"}), an off listener binds nothing, and on
-// cancellation the metrics listener still answers while the API drains an
-// in-flight request, then every listener stops.
+// registry (by their base layer, as the servers wire it), the metrics
+// listener routes GET /metrics only (404 and 405 as {"detail"}), an off
+// listener binds nothing, and on cancellation the metrics listener still
+// answers while the API drains an in-flight request, then every listener
+// stops.
 func TestGroup(t *testing.T) {
 	m := metrics.New("test")
 	g := httpserver.NewGroup(nil, m)
