@@ -83,7 +83,13 @@ var (
 )
 
 // writeJSON writes a JSON body with the headers every answer of the token
-// service carries. It is the one place responses are written.
+// service carries, and header's. It is the one place responses are written.
+//
+// The values of the fixed fields are shared by every answer (the
+// *Value variables below; header may be noStoreHeader): net/http copies
+// the handler's header when the status is written (response.WriteHeader),
+// and nothing here edits a value in place, so a map and slices made per
+// answer, as http.Header.Set and noStore made them, bought nothing.
 func writeJSON(w http.ResponseWriter, status int, header http.Header, body any) {
 	data, err := json.Marshal(body)
 	if err != nil { // only this package's own values reach here
@@ -93,17 +99,22 @@ func writeJSON(w http.ResponseWriter, status int, header http.Header, body any) 
 	for k, vs := range header {
 		h[k] = vs
 	}
-	h.Set("Content-Type", "application/json; charset=utf-8")
-	h.Set("Content-Length", strconv.Itoa(len(data)))
+	h["Content-Type"] = jsonContentTypeValue
+	h["Content-Length"] = []string{strconv.Itoa(len(data))}
 	w.WriteHeader(status)
 	_, _ = w.Write(data)
 }
 
-// noStore marks a response that carries or concerns credentials as
-// uncacheable (RFC 6749 section 5.1).
-func noStore() http.Header {
-	return http.Header{"Cache-Control": {"no-store"}, "Pragma": {"no-cache"}}
-}
+// Shared field values (see writeJSON): never edited in place.
+var (
+	jsonContentTypeValue = []string{"application/json; charset=utf-8"}
+	noStoreValue         = []string{"no-store"}
+	noCacheValue         = []string{"no-cache"}
+)
+
+// noStoreHeader marks a response that carries or concerns credentials as
+// uncacheable (RFC 6749 section 5.1). Read-only: writeJSON copies it.
+var noStoreHeader = http.Header{"Cache-Control": noStoreValue, "Pragma": noCacheValue}
 
 // writeOAuthError answers err in the OAuth error format (RFC 6749 section
 // 5.2). A 401 challenges with Basic (RFC 6749 section 5.2, RFC 7617) unless
@@ -113,7 +124,7 @@ func writeOAuthError(ctx context.Context, log *slog.Logger, w http.ResponseWrite
 	if oe == errServer || oe == errTemporarilyUnavailable {
 		log.ErrorContext(ctx, "token service error", "err", err)
 	}
-	h := noStore()
+	h := http.Header{"Cache-Control": noStoreValue, "Pragma": noCacheValue}
 	for k, vs := range extra {
 		h[k] = vs
 	}

@@ -63,7 +63,7 @@ func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 	// live when it carries the same credential generation (a rotation or
 	// revocation of the client raised it) and still stands.
 	if check == nil || claims.Generation != auth.Generation || !auth.TokenAlive {
-		writeJSON(w, http.StatusOK, noStore(), inactive)
+		writeJSON(w, http.StatusOK, noStoreHeader, inactive)
 		return
 	}
 	// RFC 9449 section 6.2: a bound token is described with token_type
@@ -72,7 +72,7 @@ func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 	if claims.BoundKey() != "" {
 		tokenType = "DPoP"
 	}
-	writeJSON(w, http.StatusOK, noStore(), Introspection{
+	writeJSON(w, http.StatusOK, noStoreHeader, Introspection{
 		Active: true, Scope: claims.Scope, ClientID: claims.ClientID, TokenType: tokenType,
 		Exp: claims.ExpiresAt, Iat: claims.IssuedAt, Sub: claims.Subject, Aud: claims.Audience,
 		Iss: claims.Issuer, Jti: claims.ID, Cnf: claims.Confirmation,

@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime/multipart"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -332,5 +333,40 @@ func TestNoSecretsLogged(t *testing.T) {
 	}
 	if !strings.Contains(logs, `"client_id":"`+id+`"`) || !strings.Contains(logs, `"request_id":"`) || !strings.Contains(logs, `"client_id":"(malformed)"`) {
 		t.Errorf("access records lack client_id or request_id:\n%s", logs)
+	}
+}
+
+// TestSharedHeaderValues: the field values every answer shares (writeJSON)
+// are the same after answers that add fields of their own (a challenge,
+// Connection: close, Retry-After) as before, and each answer carries them.
+func TestSharedHeaderValues(t *testing.T) {
+	e := newEnv(t)
+	id, secret := e.client(clients.AudienceHospital, clients.AllScopes...)
+	for _, tt := range []struct {
+		body   string
+		mods   []func(*http.Request)
+		status int
+	}{
+		{form("grant_type", "client_credentials"), mods(basic(id, secret)), http.StatusOK},
+		{form("grant_type", "client_credentials"), nil, http.StatusUnauthorized},
+		{form("grant_type", "client_credentials", "pad", strings.Repeat("a", MaxBodyBytes)), mods(basic(id, secret)), http.StatusBadRequest},
+	} {
+		r := post(t, e.url+PathToken, formType, tt.body, tt.mods...)
+		if r.Status != tt.status {
+			t.Fatalf("status %d, want %d: %s", r.Status, tt.status, r.Body)
+		}
+		for k, want := range map[string]string{"Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store", "Pragma": "no-cache"} {
+			if got := r.Header.Values(k); len(got) != 1 || got[0] != want {
+				t.Errorf("%d answer's %s: %q, want %q", r.Status, k, got, want)
+			}
+		}
+	}
+	for k, want := range map[string][]string{"Cache-Control": {"no-store"}, "Pragma": {"no-cache"}} {
+		if got := noStoreHeader[k]; !slices.Equal(got, want) || cap(got) != 1 {
+			t.Errorf("noStoreHeader[%s] = %q (cap %d), want %q", k, got, cap(got), want)
+		}
+	}
+	if len(noStoreHeader) != 2 || !slices.Equal(jsonContentTypeValue, []string{"application/json; charset=utf-8"}) {
+		t.Errorf("shared values changed: %v, %q", noStoreHeader, jsonContentTypeValue)
 	}
 }
