@@ -12,6 +12,7 @@ import (
 	"github.com/partnerapi/authplatform/pkg/cli"
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/dpopnonce"
+	"github.com/partnerapi/authplatform/pkg/heapfloor"
 	"github.com/partnerapi/authplatform/pkg/httpserver"
 	"github.com/partnerapi/authplatform/pkg/metrics"
 	"github.com/partnerapi/authplatform/pkg/redisconn"
@@ -46,6 +47,9 @@ func serve(ctx context.Context, cfg *config, env cli.Env) error {
 		return err
 	}
 	defer closeLogs()
+	// The collector's heap goal kept at 20 MiB or more while serving,
+	// unless GOGC is set (package heapfloor).
+	defer heapfloor.Start(ctx, env.Getenv)()
 	m := metrics.NewResourceServer(metrics.New("resourceserver"))
 
 	rdb, err := redisconn.Open(cfg.RedisURL)
