@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"maps"
 	"net/http"
 	"strconv"
 	"time"
@@ -124,7 +125,7 @@ func writeOAuthError(ctx context.Context, log *slog.Logger, w http.ResponseWrite
 	if oe == errServer || oe == errTemporarilyUnavailable {
 		log.ErrorContext(ctx, "token service error", "err", err)
 	}
-	h := http.Header{"Cache-Control": noStoreValue, "Pragma": noCacheValue}
+	h := maps.Clone(noStoreHeader) // its own map: fields are added below
 	for k, vs := range extra {
 		h[k] = vs
 	}

@@ -33,8 +33,8 @@ func TestPercent(t *testing.T) {
 }
 
 // read returns the collector's percent as the runtime holds it and
-// Percent's arguments for floor as the runtime reports them.
-func read(t *testing.T, floor uint64) (gogc uint64, live, roots uint64) {
+// Percent's live and roots as the runtime reports them.
+func read(t *testing.T) (gogc uint64, live, roots uint64) {
 	t.Helper()
 	s := []metrics.Sample{{Name: "/gc/gogc:percent"}, {Name: samples[0]}, {Name: samples[1]}, {Name: samples[2]}}
 	metrics.Read(s)
@@ -55,7 +55,7 @@ func waitPercent(t *testing.T, what string, want func(live, roots uint64) uint64
 	for {
 		runtime.GC()
 		time.Sleep(5 * time.Millisecond)
-		p, live, roots := read(t, Floor)
+		p, live, roots := read(t)
 		w := want(live, roots)
 		if p == w {
 			return
@@ -75,16 +75,16 @@ func TestKeeper(t *testing.T) {
 	for _, floor := range []uint64{64 << 20, 1 << 10} {
 		stop := start(floor)
 		waitPercent(t, "kept", func(live, roots uint64) uint64 { return uint64(Percent(live, roots, floor)) })
-		if p, live, _ := read(t, floor); floor > 2*live && p <= DefaultPercent {
+		if p, live, _ := read(t); floor > 2*live && p <= DefaultPercent {
 			t.Errorf("floor %d, live %d: GOGC %d, want it raised", floor, live, p)
 		}
 		stop()
-		if p, _, _ := read(t, floor); p != 137 {
+		if p, _, _ := read(t); p != 137 {
 			t.Errorf("floor %d: GOGC %d after stop, want the 137 it found", floor, p)
 		}
 		runtime.GC()
 		time.Sleep(10 * time.Millisecond) // a stopped keeper's last cleanup
-		if p, _, _ := read(t, floor); p != 137 {
+		if p, _, _ := read(t); p != 137 {
 			t.Errorf("floor %d: GOGC %d after a cycle past stop, want 137", floor, p)
 		}
 	}
@@ -101,7 +101,7 @@ func TestStart(t *testing.T) {
 	stop := Start(ctx, func(k string) string { return map[string]string{"GOGC": "100"}[k] })
 	runtime.GC()
 	time.Sleep(10 * time.Millisecond)
-	if p, _, _ := read(t, Floor); p != DefaultPercent {
+	if p, _, _ := read(t); p != DefaultPercent {
 		t.Errorf("with GOGC set: GOGC %d, want %d", p, DefaultPercent)
 	}
 	stop()
@@ -109,7 +109,7 @@ func TestStart(t *testing.T) {
 	Start(ctx, func(string) string { return "" })
 	floorPercent := func(live, roots uint64) uint64 { return uint64(Percent(live, roots, Floor)) }
 	waitPercent(t, "kept", floorPercent)
-	if p, live, _ := read(t, Floor); p <= DefaultPercent {
+	if p, live, _ := read(t); p <= DefaultPercent {
 		t.Errorf("kept: GOGC %d with %d live, want it above %d", p, live, DefaultPercent)
 	}
 	second := Start(ctx, func(string) string { return "" })
