@@ -3,6 +3,7 @@
 package topology
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -74,6 +75,7 @@ func TestUnauthenticatedCost(t *testing.T) {
 	}
 	var latencies []time.Duration
 	failed := 0
+	firstFailure := "" // what the first failed request got, for the report
 	wg.Go(func() {
 		for time.Now().Before(stop) {
 			req, _ := http.NewRequest(http.MethodPost, auth+"/api/v1/oauth/token/", strings.NewReader("grant_type=client_credentials"))
@@ -84,7 +86,13 @@ func TestUnauthenticatedCost(t *testing.T) {
 			if err != nil || resp.StatusCode != http.StatusOK {
 				failed++
 				if err == nil {
+					if failed == 1 {
+						b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+						firstFailure = fmt.Sprintf("%d after %v, Retry-After %q: %s", resp.StatusCode, time.Since(start).Round(time.Millisecond), resp.Header.Get("Retry-After"), b)
+					}
 					resp.Body.Close()
+				} else if failed == 1 {
+					firstFailure = fmt.Sprintf("after %v: %v", time.Since(start).Round(time.Millisecond), err)
 				}
 				continue
 			}
@@ -111,7 +119,7 @@ func TestUnauthenticatedCost(t *testing.T) {
 		}
 	}
 	if failed > 0 || len(latencies) == 0 {
-		t.Errorf("the neighbour got %d tokens and %d failures; want every request served", len(latencies), failed)
+		t.Errorf("the neighbour got %d tokens and %d failures (the first: %s); want every request served", len(latencies), failed, firstFailure)
 	}
 
 	// Connection limit: a token service of its own with --max-conns 32,
