@@ -121,3 +121,33 @@ func BenchmarkVerify(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkMeBody is GET /api/v1/me/'s body written by hand
+// (clientDescription.appendJSON, into writeJSONText's pooled buffer) and,
+// for comparison, by writeJSON's encoder.
+func BenchmarkMeBody(b *testing.B) {
+	d := clientDescription{
+		APIVersion: APIVersion, ClientID: "svc_c_0123456789abcdef0123456789", Name: "Harness client 17", Audience: "partner",
+		Organization: organization{Name: "Bench Org", Slug: "bench-org"}, Environment: "sandbox",
+		Scopes:         []string{"patients:read", "referrals:write", "programmes:metrics:read"},
+		TokenExpiresAt: "2026-11-29T22:00:00Z", RateLimitPerMinute: 600,
+	}
+	b.Run("appendJSON", func(b *testing.B) {
+		w := jsonWriters.Get().(*jsonWriter)
+		b.ReportAllocs()
+		for b.Loop() {
+			w.buf.Reset()
+			w.buf.Write(d.appendJSON(w.buf.AvailableBuffer()))
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		w := jsonWriters.Get().(*jsonWriter)
+		b.ReportAllocs()
+		for b.Loop() {
+			w.buf.Reset()
+			if err := w.enc.Encode(d); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

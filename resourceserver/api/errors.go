@@ -174,6 +174,18 @@ func writeJSON(c *gin.Context, status int, v any) {
 	c.Data(status, jsonContentType, body)
 }
 
+// writeJSONText answers the JSON text appendJSON appends to writeJSON's
+// pooled buffer: for a body written by hand (GET /api/v1/me/'s,
+// clientDescription.appendJSON), byte for byte what writeJSON would write
+// of it. Neither the body's value nor appendJSON is kept, so neither is
+// allocated on the heap.
+func writeJSONText(c *gin.Context, status int, appendJSON func(b []byte) []byte) {
+	w := jsonWriters.Get().(*jsonWriter)
+	defer w.release()
+	w.buf.Write(appendJSON(w.buf.AvailableBuffer()))
+	c.Data(status, jsonContentType, w.buf.Bytes())
+}
+
 // jsonWriter is writeJSON's pooled buffer and its encoder.
 type jsonWriter struct {
 	buf bytes.Buffer
