@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	oauthErrors "github.com/go-oauth2/oauth2/v4/errors"
@@ -96,6 +97,32 @@ func writeJSON(w http.ResponseWriter, status int, header http.Header, body any) 
 	if err != nil { // only this package's own values reach here
 		status, data = http.StatusInternalServerError, []byte(`{"error":"server_error","error_description":"The server encountered an unexpected condition"}`)
 	}
+	writeBody(w, status, header, data)
+}
+
+// writeJSONText answers, as writeJSON does, the JSON text appendJSON
+// appends to a pooled buffer: for the answers written by hand (the token's
+// and introspection's, package jsontext says why), byte for byte what
+// json.Marshal would write of them. appendJSON is not kept, so neither it
+// nor the value it writes is allocated on the heap.
+func writeJSONText(w http.ResponseWriter, status int, header http.Header, appendJSON func(b []byte) []byte) {
+	bp := jsonBuffers.Get().(*[]byte)
+	data := appendJSON((*bp)[:0])
+	writeBody(w, status, header, data) // Write copies data into the connection's buffer
+	if cap(data) <= maxPooledJSON {
+		*bp = data
+		jsonBuffers.Put(bp)
+	}
+}
+
+// jsonBuffers are writeJSONText's buffers; one larger than maxPooledJSON
+// (none of its answers is near) is left to the collector.
+var jsonBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1<<10); return &b }}
+
+const maxPooledJSON = 4 << 10
+
+// writeBody answers data, a JSON text, with status and header's fields.
+func writeBody(w http.ResponseWriter, status int, header http.Header, data []byte) {
 	h := w.Header()
 	for k, vs := range header {
 		h[k] = vs

@@ -34,6 +34,7 @@ package tokenserver
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"time"
 
@@ -43,6 +44,7 @@ import (
 
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
 	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/jsontext"
 )
 
 // tokenResponse is the 200 answer of the token endpoint (RFC 6749 section
@@ -54,6 +56,21 @@ type tokenResponse struct {
 	ExpiresIn   int64  `json:"expires_in"`
 	Scope       string `json:"scope"`
 	TokenType   string `json:"token_type"`
+}
+
+// appendJSON appends r's JSON, what json.Marshal writes of it (the keys in
+// the struct's order; TestAnswerText, FuzzAnswerText): package jsontext
+// says why by hand.
+func (r tokenResponse) appendJSON(b []byte) []byte {
+	b = append(b, `{"access_token":`...)
+	b = jsontext.AppendHTMLString(b, r.AccessToken)
+	b = append(b, `,"expires_in":`...)
+	b = strconv.AppendInt(b, r.ExpiresIn, 10)
+	b = append(b, `,"scope":`...)
+	b = jsontext.AppendHTMLString(b, r.Scope)
+	b = append(b, `,"token_type":`...)
+	b = jsontext.AppendHTMLString(b, r.TokenType)
+	return append(b, '}')
 }
 
 // newManager builds the server's one Manager: its client store is the

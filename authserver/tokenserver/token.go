@@ -50,7 +50,7 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 		s.refuse(ctx, w, r, req.Client, err, notCounted)
 		return
 	}
-	writeJSON(w, http.StatusOK, noStoreHeader, body)
+	writeJSONText(w, http.StatusOK, noStoreHeader, body.appendJSON)
 	s.metrics.TokenIssued()
 }
 

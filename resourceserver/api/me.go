@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/partnerapi/authplatform/pkg/jsontext"
 )
 
 // APIVersion is the major version of the API, the v1 of its paths and the
@@ -35,23 +37,23 @@ type organization struct {
 }
 
 // appendJSON appends d's JSON, what encoding/json writes of it (the keys
-// in the struct's order; TestJSONText, FuzzJSONText): see appendJSONString
-// for why by hand.
+// in the struct's order; TestMeBody, FuzzMeBody): package jsontext says
+// why by hand.
 func (d clientDescription) appendJSON(b []byte) []byte {
 	b = append(b, `{"api_version":`...)
-	b = appendJSONString(b, d.APIVersion)
+	b = jsontext.AppendString(b, d.APIVersion)
 	b = append(b, `,"client_id":`...)
-	b = appendJSONString(b, d.ClientID)
+	b = jsontext.AppendString(b, d.ClientID)
 	b = append(b, `,"name":`...)
-	b = appendJSONString(b, d.Name)
+	b = jsontext.AppendString(b, d.Name)
 	b = append(b, `,"audience":`...)
-	b = appendJSONString(b, d.Audience)
+	b = jsontext.AppendString(b, d.Audience)
 	b = append(b, `,"organization":{"name":`...)
-	b = appendJSONString(b, d.Organization.Name)
+	b = jsontext.AppendString(b, d.Organization.Name)
 	b = append(b, `,"slug":`...)
-	b = appendJSONString(b, d.Organization.Slug)
+	b = jsontext.AppendString(b, d.Organization.Slug)
 	b = append(b, `},"environment":`...)
-	b = appendJSONString(b, d.Environment)
+	b = jsontext.AppendString(b, d.Environment)
 	b = append(b, `,"scopes":`...)
 	if d.Scopes == nil {
 		b = append(b, "null"...)
@@ -61,12 +63,12 @@ func (d clientDescription) appendJSON(b []byte) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, sc)
+			b = jsontext.AppendString(b, sc)
 		}
 		b = append(b, ']')
 	}
 	b = append(b, `,"token_expires_at":`...)
-	b = appendJSONString(b, d.TokenExpiresAt)
+	b = jsontext.AppendString(b, d.TokenExpiresAt)
 	b = append(b, `,"rate_limit_per_minute":`...)
 	b = strconv.AppendInt(b, d.RateLimitPerMinute, 10)
 	return append(b, '}')

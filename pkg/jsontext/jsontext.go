@@ -1,27 +1,28 @@
-package api
+package jsontext
 
 import "unicode/utf8"
 
-// appendJSONString appends s as a JSON string (RFC 8259 section 7), byte
-// for byte as encoding/json writes a string with SetEscapeHTML(false)
-// (writeJSON's encoder): '"' and '\\' escaped, \b \f \n \r \t as such, the
-// other control characters as \u00XX, invalid UTF-8 as \ufffd and U+2028
-// and U+2029 as \u2028 and \u2029; everything else as it is.
-//
-// Written by hand, not left to encoding/json, for GET /api/v1/me/, which
-// answers every API call: writing its body cost 3.7 µs of the
-// resourceserver's 80 µs of CPU per call under the load harness on a 3 x 1
-// Cluster (deploy/bench/RESULTS.md, the profile of 2026-11-29 21:54 UTC),
-// and BenchmarkMeBody measures the encoder at 670-860 ns and an
-// allocation, the hand-written text at 150-170 ns and none. TestJSONText and
-// FuzzJSONText hold it to encoding/json's output.
-func appendJSONString(b []byte, s string) []byte {
+// AppendString appends s to b as a JSON string (RFC 8259 section 7), as
+// encoding/json writes a string without HTML escaping
+// (Encoder.SetEscapeHTML(false)): '"' and '\\' escaped, \b \f \n \r \t as
+// such, the other control characters as \u00XX, invalid UTF-8 as \ufffd
+// (one per bad byte), U+2028 and U+2029 as \u2028 and \u2029 (JavaScript
+// reads them as line ends); everything else as it is. TestAppendString and
+// FuzzAppendString hold it to encoding/json.
+func AppendString(b []byte, s string) []byte { return appendString(b, s, false) }
+
+// AppendHTMLString is AppendString with encoding/json's default HTML
+// escaping (json.Marshal's): '<', '>' and '&' as \u003c, \u003e and
+// \u0026 besides.
+func AppendHTMLString(b []byte, s string) []byte { return appendString(b, s, true) }
+
+func appendString(b []byte, s string, html bool) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
+			if c >= 0x20 && c != '"' && c != '\\' && (!html || c != '<' && c != '>' && c != '&') {
 				i++
 				continue
 			}
