@@ -1,21 +1,11 @@
 package tokenserver
 
 import (
-	"encoding/json"
 	"testing"
 
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
+	"github.com/partnerapi/authplatform/pkg/jsontext/jsontexttest"
 )
-
-// marshaled is json.Marshal's text of v, what writeJSON answers.
-func marshaled(t testing.TB, v any) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
 
 // checkAnswerText fails t unless the answers written by hand (the token's,
 // introspection's for a bearer and a bound token, the inactive one) are
@@ -23,21 +13,21 @@ func marshaled(t testing.TB, v any) string {
 func checkAnswerText(t *testing.T, s string, n int64) {
 	t.Helper()
 	tok := tokenResponse{AccessToken: s, ExpiresIn: n, Scope: s, TokenType: s}
-	if got, want := string(tok.appendJSON([]byte("x"))), "x"+marshaled(t, tok); got != want {
+	if got, want := string(tok.appendJSON([]byte("x"))), "x"+jsontexttest.Marshaled(t, tok); got != want {
 		t.Errorf("token answer:\n got %s\nwant %s", got, want)
 	}
 	in := Introspection{Active: true, Scope: s, ClientID: s, TokenType: s, Exp: n, Iat: -n, Sub: s, Aud: s, Iss: s, Jti: s}
 	for _, cnf := range []*accesstoken.Confirmation{nil, {JKT: s}} {
 		in.Cnf = cnf
-		if got, want := string(in.appendJSON([]byte("x"))), "x"+marshaled(t, in); got != want {
+		if got, want := string(in.appendJSON([]byte("x"))), "x"+jsontexttest.Marshaled(t, in); got != want {
 			t.Errorf("introspection:\n got %s\nwant %s", got, want)
 		}
 	}
 	in = Introspection{}
-	if got, want := string(in.appendJSON(nil)), marshaled(t, in); got != want {
+	if got, want := string(in.appendJSON(nil)), jsontexttest.Marshaled(t, in); got != want {
 		t.Errorf("introspection of zero values:\n got %s\nwant %s", got, want)
 	}
-	if got, want := string(appendInactive([]byte("x"))), "x"+marshaled(t, map[string]bool{"active": false}); got != want {
+	if got, want := string(appendInactive([]byte("x"))), "x"+jsontexttest.Marshaled(t, map[string]bool{"active": false}); got != want {
 		t.Errorf("inactive: got %s, want %s", got, want)
 	}
 }

@@ -1,23 +1,10 @@
 package api
 
 import (
-	"bytes"
-	"encoding/json"
 	"testing"
-)
 
-// encodingJSON is what writeJSON's encoder writes of v: encoding/json
-// without HTML escaping, its newline trimmed.
-func encodingJSON(t testing.TB, v any) string {
-	t.Helper()
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		t.Fatal(err)
-	}
-	return string(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
-}
+	"github.com/partnerapi/authplatform/pkg/jsontext/jsontexttest"
+)
 
 // TestMeBody: GET /api/v1/me/'s body as written by hand
 // (clientDescription.appendJSON) is byte for byte encoding/json's, with
@@ -29,7 +16,7 @@ func TestMeBody(t *testing.T) {
 			Organization: organization{Name: "St. Mary's \u2028", Slug: "st-marys"}, Environment: "sandbox",
 			Scopes: scopes, TokenExpiresAt: "2026-11-29T22:00:00Z", RateLimitPerMinute: -12,
 		}
-		if got, want := string(d.appendJSON(nil)), encodingJSON(t, d); got != want {
+		if got, want := string(d.appendJSON(nil)), jsontexttest.Encoded(t, d); got != want {
 			t.Errorf("appendJSON:\n got %s\nwant %s", got, want)
 		}
 	}
@@ -44,7 +31,7 @@ func FuzzMeBody(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string, n int64) {
 		d := clientDescription{APIVersion: s, ClientID: s, Name: s, Audience: s, Organization: organization{Name: s, Slug: s},
 			Environment: s, Scopes: []string{s, s}, TokenExpiresAt: s, RateLimitPerMinute: n}
-		if got, want := string(d.appendJSON([]byte("prefix"))), "prefix"+encodingJSON(t, d); got != want {
+		if got, want := string(d.appendJSON([]byte("prefix"))), "prefix"+jsontexttest.Encoded(t, d); got != want {
 			t.Fatalf("appendJSON:\n got %s\nwant %s", got, want)
 		}
 	})
