@@ -42,6 +42,16 @@ func TestParseProc(t *testing.T) {
 	if err != nil || n != 2<<20 {
 		t.Errorf("parseVmHWM = %d, %v; want 2 MiB", n, err)
 	}
+	io := "rchar: 6976\nwchar: 12\nsyscr: 10\nsyscw: 3\nread_bytes: 0\nwrite_bytes: 0\ncancelled_write_bytes: 0\n"
+	c, err := parseIO(strings.NewReader(io))
+	if err != nil || c != (syscalls{Reads: 10, Writes: 3}) {
+		t.Errorf("parseIO = %+v, %v; want 10 reads, 3 writes", c, err)
+	}
+	for _, bad := range []string{"rchar: 1\nsyscr: 10\n", "syscr: x\nsyscw: 1\n"} {
+		if c, err := parseIO(strings.NewReader(bad)); err == nil {
+			t.Errorf("parseIO(%q) = %+v, nil; want an error", bad, c)
+		}
+	}
 }
 
 func TestMedianAndFormat(t *testing.T) {

@@ -123,6 +123,9 @@ type measurement struct {
 	Errors string
 	// DPoP is, for me-dpop, the replay records left after the run.
 	DPoP *dpopRecords
+	// ServerCalls and RedisCalls are the read and write system calls
+	// made during the run by the server and by every redis-server.
+	ServerCalls, RedisCalls syscalls
 }
 
 // MachineShare is the fraction of the machine's CPU time that the server,
@@ -286,6 +289,31 @@ type report struct {
 	Hydra string
 }
 
+// writeSyscalls writes every run's read and write system calls per
+// request: with pipelining, how many requests' commands shared one write
+// to Redis and one read of its answers.
+func writeSyscalls(w io.Writer, runs []measurement) {
+	fmt.Fprintf(w, "\n### System calls per request\n\n")
+	fmt.Fprintln(w, "The read and write system calls (/proc/PID/io syscr, syscw) of the measured server and of every")
+	fmt.Fprintln(w, "redis-server during the run, divided by the requests wrk completed. The server's include its HTTP")
+	fmt.Fprintln(w, "reads and writes (one of each per request, and a read that finds nothing when it waits) and its reads")
+	fmt.Fprintln(w, "and writes to Redis: the fewer per request, the more requests shared one batch.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| scenario | clients | rep | server reads | server writes | Redis reads | Redis writes |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|")
+	per := func(n, req int64) string {
+		if req <= 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f", float64(n)/float64(req))
+	}
+	for _, m := range runs {
+		fmt.Fprintf(w, "| %s | %s | %d | %s | %s | %s | %s |\n", m.Scenario, fmtInt(int64(m.Size)), m.Rep,
+			per(m.ServerCalls.Reads, m.Wrk.Requests), per(m.ServerCalls.Writes, m.Wrk.Requests),
+			per(m.RedisCalls.Reads, m.Wrk.Requests), per(m.RedisCalls.Writes, m.Wrk.Requests))
+	}
+}
+
 // writeHydra writes the side-by-side section, when Hydra was measured.
 func writeHydra(w io.Writer, ss []summary, hydra string) {
 	type row struct{ ours, theirs summary }
@@ -415,6 +443,7 @@ func (r report) write(w io.Writer, cfg config) {
 			fmt.Fprintln(w, line)
 		}
 	}
+	writeSyscalls(w, r.Runs)
 	for _, m := range r.Runs {
 		if m.Errors != "" {
 			fmt.Fprintf(w, "\nErrors of %s, %s clients, rep %d: %s\n", m.Scenario, fmtInt(int64(m.Size)), m.Rep, m.Errors)

@@ -243,6 +243,59 @@ func startRedis(ctx context.Context, dir string) (*process, string, error) {
 	return nil, "", fmt.Errorf("redis-server on %s did not accept connections:\n%s", addr, p.tail())
 }
 
+// syscalls counts a process's read and write system calls, all its
+// threads together (/proc/PID/io syscr and syscw: read, readv, pread and
+// write, writev, pwrite, on sockets as on files). Go's network poller
+// and redis-server read and write sockets with these, so per request they
+// say how many requests shared one read or one write: the batching of a
+// pipeline, which CPU time alone does not show.
+type syscalls struct{ Reads, Writes int64 }
+
+func (a syscalls) minus(b syscalls) syscalls {
+	return syscalls{a.Reads - b.Reads, a.Writes - b.Writes}
+}
+
+func ioCalls(pid int) (syscalls, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		return syscalls{}, err
+	}
+	defer f.Close()
+	return parseIO(f)
+}
+
+func parseIO(r io.Reader) (syscalls, error) {
+	var c syscalls
+	seen := 0
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		name, val, ok := strings.Cut(sc.Text(), ":")
+		var dst *int64
+		switch name {
+		case "syscr":
+			dst = &c.Reads
+		case "syscw":
+			dst = &c.Writes
+		}
+		if !ok || dst == nil {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(val), 10, 64)
+		if err != nil {
+			return syscalls{}, fmt.Errorf("/proc io: %s %q", name, val)
+		}
+		*dst = n
+		seen++
+	}
+	if err := sc.Err(); err != nil {
+		return syscalls{}, err
+	}
+	if seen != 2 {
+		return syscalls{}, errors.New("/proc io: no syscr or syscw")
+	}
+	return c, nil
+}
+
 // cpuTime is the user plus system CPU time a process has used, all its
 // threads together (/proc/PID/stat fields 14 and 15, in clock ticks of
 // 1/100 s: USER_HZ is 100 on every Linux ABI).
