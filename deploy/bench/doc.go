@@ -57,7 +57,9 @@
 // in Redis), and prints a Markdown table of medians: successful requests per
 // second, latency percentiles, errors, CPU time per request of the server and
 // of Redis, peak RSS, the ratios to the two ceilings, and PASS or MISS per
-// target of the performance issue.
+// target of the performance issue. Every run is listed too, with its read
+// and write system calls per request, the server's and Redis's (how many
+// requests shared one pipelined write).
 //
 //	go run ./deploy/bench [--concurrency 64] [--duration 20s] [--reps 3]
 //	                      [--clients 1,100000] [--out FILE] [--quick]
