@@ -69,7 +69,7 @@ func (s *stack) measure(ctx context.Context, sc string, size, rep int, scripts m
 	logStart := proc.logSize()
 	cpu0, err1 := cpuTime(proc.pid())
 	rcpu0, err2 := s.redisCPU()
-	io0, err6 := s.ioCalls(proc)
+	calls0, err6 := s.calls(proc)
 	profiled := s.profile(ctx, sc, size, rep)
 	res, wrkCPU, out, err := run.run(ctx)
 	if err != nil {
@@ -81,7 +81,7 @@ func (s *stack) measure(ctx context.Context, sc string, size, rep int, scripts m
 	cpu1, err3 := cpuTime(proc.pid())
 	rcpu1, err4 := s.redisCPU()
 	rss, err5 := peakRSS(proc.pid())
-	io1, err7 := s.ioCalls(proc)
+	calls1, err7 := s.calls(proc)
 	if err := errors.Join(err1, err2, err3, err4, err5, err6, err7); err != nil {
 		return measurement{}, fmt.Errorf("read /proc of %s: %w", proc.name, err)
 	}
@@ -108,7 +108,7 @@ func (s *stack) measure(ctx context.Context, sc string, size, rep int, scripts m
 		}
 	}
 	m.ServerCPU, m.PeakRSS = cpu1-cpu0, rss
-	m.ServerCalls, m.RedisCalls = io1[0].minus(io0[0]), io1[1].minus(io0[1])
+	m.ServerCalls, m.RedisCalls = calls1.server.minus(calls0.server), calls1.redis.minus(calls0.redis)
 	for i := range rcpu0 {
 		m.RedisNodeCPU = append(m.RedisNodeCPU, rcpu1[i]-rcpu0[i])
 		m.RedisCPU += rcpu1[i] - rcpu0[i]
@@ -130,22 +130,23 @@ func (s *stack) redisCPU() ([]time.Duration, error) {
 	return out, nil
 }
 
-// ioCalls is the read and write system calls so far of the measured
-// process and of every redis-server together.
-func (s *stack) ioCalls(proc *process) ([2]syscalls, error) {
-	var out [2]syscalls
-	c, err := ioCalls(proc.pid())
-	if err != nil {
+// stackCalls are the read and write system calls so far of the measured
+// server and of every redis-server together.
+type stackCalls struct{ server, redis syscalls }
+
+func (s *stack) calls(proc *process) (stackCalls, error) {
+	var out stackCalls
+	var err error
+	if out.server, err = ioCalls(proc.pid()); err != nil {
 		return out, fmt.Errorf("%s: %w", proc.name, err)
 	}
-	out[0] = c
 	for _, n := range s.redisNodes {
 		c, err := ioCalls(n.proc.pid())
 		if err != nil {
 			return out, fmt.Errorf("%s: %w", n.proc.name, err)
 		}
-		out[1].Reads += c.Reads
-		out[1].Writes += c.Writes
+		out.redis.Reads += c.Reads
+		out.redis.Writes += c.Writes
 	}
 	return out, nil
 }
