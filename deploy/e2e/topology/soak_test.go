@@ -5,6 +5,7 @@ package topology
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -19,6 +20,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/partnerapi/authplatform/pkg/redistest"
 )
@@ -80,6 +83,7 @@ func TestSoak(t *testing.T) {
 	warmup := min(max(length/5, 5*time.Second), 30*time.Second)
 
 	top := startTopology(t, 2, 2)
+	redisLatency := watchRedisLatency(t, top.redisURL)
 	c := top.cliCredentials(t, "clients", "create", "--org", testOrg, "--name", "soak client", "--audience", "hospital",
 		"--scopes", "events.subscribe", "--rate-limit", strconv.Itoa(soakLimit))
 	top.cli(t, "clients", "set-rate-limit", "--token", c.ID, strconv.Itoa(soakLimit))
@@ -115,6 +119,10 @@ func TestSoak(t *testing.T) {
 	records := sl.recordsCopy()
 	checkSoak(t, st, records)
 	checkRSS(t, series, loadStart.Add(warmup))
+	if t.Failed() {
+		t.Logf("Redis's own latency events (LATENCY LATEST: event, when, latest ms, max ms; threshold %d ms): %s",
+			latencyThresholdMS, redisLatency())
+	}
 
 	t.Logf("load: %v at %d requests/s through the edge (%d workers), rotation every %v; %d requests sent, %d ticks skipped (every worker busy)",
 		loadEnd.Sub(loadStart).Round(time.Millisecond), soakRate, soakWorkers, every, len(records), sl.skipped.Load())
@@ -608,3 +616,38 @@ func (series rssSeries) summary(warm time.Time) string {
 }
 
 func mb(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/(1<<20)) }
+
+// latencyThresholdMS is the latency-monitor-threshold TestSoak sets on its
+// Redis: an event of Redis's own (a command, an fsync of the AOF, a fork)
+// that took this long or longer is recorded.
+const latencyThresholdMS = 100
+
+// watchRedisLatency turns on the latency monitor of the Redis at url and
+// returns what LATENCY LATEST says when called. A 503 of the soak's comes
+// from the servers' budget for a Redis that did not answer in time; this
+// says whether Redis itself stalled meanwhile (once, in CI, it answered
+// nothing for about three seconds with the AOF fsynced on every write, and
+// nothing said why).
+func watchRedisLatency(t *testing.T, url string) func() string {
+	t.Helper()
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatalf("redis URL %q: %v", url, err)
+	}
+	rdb := redis.NewClient(opt)
+	t.Cleanup(func() { _ = rdb.Close() })
+	ctx := context.Background()
+	if err := rdb.ConfigSet(ctx, "latency-monitor-threshold", strconv.Itoa(latencyThresholdMS)).Err(); err != nil {
+		t.Fatalf("CONFIG SET latency-monitor-threshold: %v", err)
+	}
+	return func() string {
+		v, err := rdb.Do(ctx, "latency", "latest").Slice()
+		if err != nil {
+			return "unread: " + err.Error()
+		}
+		if len(v) == 0 {
+			return "none"
+		}
+		return fmt.Sprint(v...)
+	}
+}
