@@ -93,7 +93,7 @@ func (s *Store) runHot(ctx context.Context, script *luascript.Script, keys []str
 		}
 	}
 	cmd := script.Submit(wait, s.pipe, keys, args...)
-	if err := cmd.Err(); redisconn.SlotMoving(err) || s.rerun != nil && s.rerun(ctx, err) {
+	if err := cmd.Err(); err != nil && (redisconn.SlotMoving(err) || s.rerun != nil && s.rerun(ctx, err)) {
 		return script.Run(ctx, s.rdb, keys, args...)
 	}
 	return cmd

@@ -2,7 +2,6 @@ package redisconn
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -133,14 +132,7 @@ func (p *PrimaryPipes) add(node *redis.Client) (*redis.AutoPipeliner, error) {
 // connection broke may have run; run again, it counts its request twice,
 // as go-redis's own retries of a broken pipeline do.
 func (p *PrimaryPipes) Failed(ctx context.Context, err error) bool {
-	if err == nil {
-		return false
-	}
-	if errors.Is(err, redis.ErrClosed) {
-		p.cc.ReloadState(ctx)
-		return true
-	}
-	if !connectionError(err) {
+	if !connectionError(err) { // a closed client's ErrClosed is one too
 		return false
 	}
 	p.cc.ReloadState(ctx)
