@@ -19,10 +19,7 @@ type Store struct {
 	// pipe, when set (UseAutoPipeline), runs the per-request scripts
 	// (Authenticate, AdmitAPI) in go-redis's automatic pipeliner; a
 	// caller waits for one at most budget.
-	pipe luascript.Submitter
-	// rerun, when set (a Cluster's PrimaryPipes.Failed), says whether a
-	// script that failed through pipe runs again on rdb.
-	rerun  func(context.Context, error) bool
+	pipe   luascript.Submitter
 	budget time.Duration
 	waits  *waitEpochs
 	prefix string
