@@ -134,9 +134,12 @@ func serve(ctx context.Context, cfg serveConfig, env cli.Env) error {
 	registry := clients.NewStore(rdb, cfg.KeyPrefix, nil)
 	pipelined := cfg.AutoPipeline.On()
 	if pipelined {
-		if err := registry.UseAutoPipeline(); err != nil {
+		// The metrics hook for the pipelined scripts too: on a Cluster
+		// they run on clients of their own (redisconn.PrimaryPipes).
+		if err := registry.UseAutoPipeline(m.RedisHook()); err != nil {
 			return err
 		}
+		defer registry.Close()
 	}
 	// The one signing-key authority, kept current by the withdrawal
 	// watcher, and the one verifier over it (introspection, revocation and

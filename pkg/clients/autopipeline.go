@@ -13,56 +13,75 @@ import (
 )
 
 // UseAutoPipeline sends the per-request scripts (Authenticate, AdmitAPI)
-// through go-redis's automatic pipelining (the deferred face of
-// redis.UniversalClient's AsyncAutoPipelineWithOptions, with
-// redisconn.AutoPipelineOptions): concurrent requests' scripts share one
-// write and one read on a connection, instead of one each, which costs the
-// server a third of the client CPU per script (README: REDIS_AUTOPIPELINE,
-// on by default: serveconfig.Pipelining). Operator changes keep the plain
-// client: they wait for replicas one by one. Call it before the Store is
-// used; the pipeliner closes with the client.
+// through go-redis's automatic pipelining (the deferred face of its
+// AutoPipeliner, with redisconn.AutoPipelineOptions): concurrent requests'
+// scripts share one write and one read on a connection, instead of one
+// each, which costs the server a third of the client CPU per script
+// (README: REDIS_AUTOPIPELINE, on by default: serveconfig.Pipelining). On
+// one node and with Sentinel that is the client's own pipeliner, which
+// runs the client's hooks; on a Cluster, one per primary, each on a client
+// of its own (redisconn.PrimaryPipes) that runs hooks: pass the hooks
+// added to the client (the servers' metrics.RedisHook) that must see the
+// pipelined scripts there too. Operator changes keep the plain client:
+// they wait for replicas one by one. Call it before the Store is used, and
+// Close when done; the client's own pipeliner closes with the client.
 //
 // go-redis calls the feature experimental; this is what the Store relies on,
-// read in go-redis v9.23.0 (go.mod pins it; autopipeline.go,
-// autopipeline_cluster_fd.go, autopipeline_fullduplex.go) and measured by
-// the tests named:
+// read in go-redis v9.23.0 (go.mod pins it; autopipeline.go) and measured
+// by the tests named:
 //
 //   - Ordering: none is needed. Each request submits one script and waits
 //     for its reply before it sends anything else, and a script's EVALSHA,
 //     then EVAL after NOSCRIPT (luascript.Script.Submit), come one after the
-//     other from the same goroutine. On one node and with Sentinel batches
-//     run up to 64 at once, unordered; on a Cluster each primary has a
-//     full-duplex pipe of its own (redisconn.AutoPipelineOptions says why).
+//     other from the same goroutine. Batches run up to 64 at once per node,
+//     unordered (redisconn.AutoPipelineOptions says why).
 //   - Errors: each command of a batch gets its own reply or error (a
 //     script's error, NOSCRIPT, MOVED) as in any pipeline; a connection that
-//     breaks fails the rest of its batch, which go-redis retries
-//     (MaxRetries): a script that had run before the break counts its
-//     request twice, as without pipelining; a request it cannot retry gets
-//     the error and its server answers 503 (TestAutoPipelineDroppedConnections).
-//   - Cluster: each command goes to the pipe of its slot's primary; MOVED
-//     and ASK are followed through the Cluster client's redirect loop (with
-//     a reload of the slot map), TRYAGAIN and other retryable replies run
-//     again on a pooled connection through the client's hooks, so within
-//     redisconn's budget; a script that still could not run because its
-//     slot was moving or the Cluster was reconfiguring (redisconn.SlotMoving:
-//     TRYAGAIN, CLUSTERDOWN, a MOVED or ASK left over) runs again on the
-//     plain client (runHot), which retries it for as long as the move lasts
-//     (TestSlotMoveSplitKeys, TestReshard, TestFreeze's other shard).
+//     breaks fails the rest of its batch. On one node and with Sentinel,
+//     go-redis retries such a batch (MaxRetries); on a Cluster a primary's
+//     client does not, and runHot runs each of its scripts again on the
+//     Cluster client (redisconn.PrimaryPipes.Failed). Either way a script
+//     that had run before the break counts its request twice, as without
+//     pipelining; a request that cannot be retried gets the error and its
+//     server answers 503 (TestAutoPipelineDroppedConnections).
+//   - Cluster: each script goes to the pipeliner of its slot's primary, as
+//     the Cluster client's slot map names it; a connection error makes the
+//     Cluster client reload that map (TestAutoPipelinePrimaryLost). A
+//     script that could not run because its slot was moving or the Cluster
+//     was reconfiguring (redisconn.SlotMoving: TRYAGAIN, CLUSTERDOWN, MOVED,
+//     ASK) runs again on the plain client (runHot), which follows the
+//     redirect, reloads its map and retries it for as long as the move
+//     lasts (TestSlotMoveSplitKeys, TestReshard, TestFreeze's other shard).
 //   - Context: once queued, a command runs on the pipeliner's own context,
 //     not the request's, so neither its deadline nor its cancellation reach
 //     it. The caller stops waiting at the command budget and pipeWaitSlack
-//     (runHot, luascript.Script.Submit) and is answered 503, and redisconn's
-//     budget bounds a batch of scripts on one node or with Sentinel itself
-//     (budget's ProcessPipelineHook), so a frozen or dead primary holds
-//     neither a request nor a connection for longer (TestFreeze,
-//     TestFailover, TestBudgetAutoPipelinedBatch).
-func (s *Store) UseAutoPipeline() error {
-	ap, err := s.rdb.AsyncAutoPipelineWithOptions(redisconn.AutoPipelineOptions(s.rdb))
-	if err != nil {
-		return fmt.Errorf("redis autopipeline: %w", err)
+//     (runHot, luascript.Script.Submit) and is answered 503, and each batch
+//     is bounded by redisconn's budget (budget's ProcessPipelineHook), so a
+//     frozen or dead primary holds neither a request nor a connection for
+//     longer (TestFreeze, TestFailover, TestBudgetAutoPipelinedBatch).
+func (s *Store) UseAutoPipeline(hooks ...redis.Hook) error {
+	if cc, ok := s.rdb.(*redis.ClusterClient); ok {
+		pipes := redisconn.NewPrimaryPipes(cc, hooks...)
+		s.pipe, s.rerun, s.closePipe = pipes, pipes.Failed, pipes.Close
+	} else {
+		ap, err := s.rdb.AsyncAutoPipelineWithOptions(redisconn.AutoPipelineOptions())
+		if err != nil {
+			return fmt.Errorf("redis autopipeline: %w", err)
+		}
+		s.pipe = ap
 	}
-	s.pipe, s.budget, s.waits = ap, redisconn.CommandBudget(s.rdb), &waitEpochs{}
+	s.budget, s.waits = redisconn.CommandBudget(s.rdb), &waitEpochs{}
 	return nil
+}
+
+// Close releases what UseAutoPipeline opened beside the client (a
+// Cluster's primaries' own clients), after the pipeliners sent what they
+// held. The client itself stays open: its owner closes it, after this.
+func (s *Store) Close() error {
+	if s.closePipe == nil {
+		return nil
+	}
+	return s.closePipe()
 }
 
 // runHot runs a per-request script: on the plain client, or through the
@@ -72,7 +91,8 @@ func (s *Store) UseAutoPipeline() error {
 // run because its slot was moving or the Cluster was reconfiguring runs
 // again on the plain client, where redisconn's budget retries it until it
 // runs or its deadline is near: such a reply means the script did not run,
-// so it cannot count anything twice.
+// so it cannot count anything twice. On a Cluster, one whose primary's
+// connection broke or was refused runs again there too (s.rerun).
 func (s *Store) runHot(ctx context.Context, script *luascript.Script, keys []string, args ...any) *redis.Cmd {
 	if s.pipe == nil {
 		return script.Run(ctx, s.rdb, keys, args...)
@@ -84,7 +104,7 @@ func (s *Store) runHot(ctx context.Context, script *luascript.Script, keys []str
 		}
 	}
 	cmd := script.Submit(wait, s.pipe, keys, args...)
-	if redisconn.SlotMoving(cmd.Err()) {
+	if err := cmd.Err(); err != nil && (redisconn.SlotMoving(err) || s.rerun != nil && s.rerun(ctx, err)) {
 		return script.Run(ctx, s.rdb, keys, args...)
 	}
 	return cmd

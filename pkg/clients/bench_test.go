@@ -78,6 +78,7 @@ func BenchmarkAdmitAPIPipelined(b *testing.B) {
 	if err := store.UseAutoPipeline(); err != nil {
 		b.Fatal(err)
 	}
+	b.Cleanup(func() { _ = store.Close() })
 	ctx := b.Context()
 	b.ReportAllocs()
 	b.SetParallelism(32)

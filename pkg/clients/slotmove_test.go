@@ -260,6 +260,7 @@ func openStore(t *testing.T, url string, pipelined bool) *clients.Store {
 		if err := store.UseAutoPipeline(); err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { _ = store.Close() }) // before the client's
 	}
 	return store
 }

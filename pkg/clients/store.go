@@ -19,11 +19,17 @@ type Store struct {
 	// pipe, when set (UseAutoPipeline), runs the per-request scripts
 	// (Authenticate, AdmitAPI) in go-redis's automatic pipeliner; a
 	// caller waits for one at most budget.
-	pipe   luascript.Submitter
-	budget time.Duration
-	waits  *waitEpochs
-	prefix string
-	now    func() time.Time
+	pipe luascript.Submitter
+	// rerun, when set (a Cluster's PrimaryPipes.Failed), says whether a
+	// script that failed through pipe runs again on rdb.
+	rerun func(context.Context, error) bool
+	// closePipe, when set (a Cluster's PrimaryPipes.Close), closes what
+	// pipe opened beside rdb.
+	closePipe func() error
+	budget    time.Duration
+	waits     *waitEpochs
+	prefix    string
+	now       func() time.Time
 	// confirm is what every operator change waits for (see ConfirmWrites).
 	confirm redisconn.Confirmation
 }

@@ -67,6 +67,7 @@ func TestStore(t *testing.T) {
 				if err := store.UseAutoPipeline(); err != nil {
 					t.Fatal(err)
 				}
+				t.Cleanup(func() { _ = store.Close() })
 				return store, b.Client, prefix
 			})
 		})

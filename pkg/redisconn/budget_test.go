@@ -95,7 +95,7 @@ func TestBudgetAutoPipelinedBatch(t *testing.T) {
 	t.Parallel()
 	s := redistest.StartServer(t)
 	rdb := open(t, s.URL())
-	ap, err := rdb.AutoPipelineWithOptions(redisconn.AutoPipelineOptions(rdb))
+	ap, err := rdb.AutoPipelineWithOptions(redisconn.AutoPipelineOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,4 +10,9 @@
 // refused that way again for longer (DefaultMoveBudget, 5 s, or the
 // caller's deadline), so that a slot moved key by key costs latency, not
 // errors: see budget.go.
+//
+// The servers' per-request scripts go through go-redis's automatic
+// pipeliner with AutoPipelineOptions: the client's own on one node and with
+// Sentinel, and on a Cluster one per primary (PrimaryPipes), on a client
+// of that primary's own that carries the budget and the caller's hooks.
 package redisconn

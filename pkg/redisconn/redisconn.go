@@ -186,21 +186,22 @@ func timedOut(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
 }
 
-// AutoPipelineOptions are the options of the automatic pipeliner the
-// servers run their per-request scripts through on rdb
-// (clients.Store.UseAutoPipeline, README: REDIS_AUTOPIPELINE): go-redis's
-// defaults for one caller per command (DefaultBlockingAutoPipelineOptions
-// in v9.23: batches of up to 300 commands and 128 KiB), except:
+// AutoPipelineOptions are the options of the automatic pipeliner of one
+// node that the servers run their per-request scripts through
+// (clients.Store.UseAutoPipeline, README: REDIS_AUTOPIPELINE): the node,
+// the Sentinel-managed primary, or each primary of a Cluster (PrimaryPipes).
+// They are go-redis's defaults for one caller per command
+// (DefaultBlockingAutoPipelineOptions in v9.23: batches of up to 300
+// commands and 128 KiB), except:
 //
-//   - On one node and with Sentinel, batches of up to 32 scripts
-//     (pipelineBatch). With no flush delay set, go-redis's flusher holds a
-//     batch until as many commands as the last batch answered have been
-//     sent again, or a silence gap of at least 200 µs passes
-//     (awaitExpectedArrivals in v9.23's autopipeline.go): it expects
-//     callers that send their next command at once, and ours answer an
-//     HTTP request first. While it waits, Redis and the servers idle.
-//     A batch that fills ends the wait, so smaller batches let Redis run
-//     one while the servers answer the last. Measured with the load
+//   - Batches of up to 32 scripts (pipelineBatch). With no flush delay set,
+//     go-redis's flusher holds a batch until as many commands as the last
+//     batch answered have been sent again, or a silence gap of at least 200
+//     µs passes (awaitExpectedArrivals in v9.23's autopipeline.go): it
+//     expects callers that send their next command at once, and ours
+//     answer an HTTP request first. While it waits, Redis and the servers
+//     idle. A batch that fills ends the wait, so smaller batches let Redis
+//     run one while the servers answer the last. Measured with the load
 //     harness (2026-11-28 16:42-16:53 UTC, one node, 1,000 clients, 3 x 8
 //     s, 32 and 300 alternating, two runs each; deploy/bench/RESULTS.md):
 //     GET /api/v1/me/ 21,783 and 20,965 req/s against 19,450 and 19,752
@@ -217,42 +218,20 @@ func timedOut(err error) bool {
 //   - Up to 64 batches may be in flight at once, in no particular order
 //     (Unordered). With the default of one, every batch waits for the one
 //     before it, and a batch sent to a frozen primary, held for the command
-//     budget (budget.ProcessPipelineHook), held every request behind it for
-//     as long again. Order does not matter to the servers: each request
-//     sends one script and waits for it, so no caller has two commands in
-//     flight.
-//   - On a Cluster, go-redis's full-duplex mode, which keeps one pipe (a
-//     held connection, a writer and a reader) per primary and sends each
-//     command to its slot's (clusterFDRouter in v9.23; it needs the ordered
-//     stream, so one batch at a time per pipe). With the half-duplex
-//     flusher, a batch mixes the commands of every primary and ends when
-//     its slowest node answers, and a command queued while another batch is
-//     in flight is held until one completes (awaitExpectedArrivals: a
-//     ClusterClient has no pipeline pool, so "the pool is saturated" always
-//     holds): a primary frozen under load, or a script retried through a
-//     slot move, held the requests of every other shard behind it
-//     (TestFreeze/cluster, TestSlotMoveSplitKeys). With a pipe per primary
-//     the other shards were answered 200 throughout TestFreeze. Cost on
-//     this machine (2 cores, loopback, 2026-11-27): /me 70.7%, token 20.7%,
-//     introspection 27.5% of the harness's ceilings, against 71.0%, 21.7%
-//     and 35.4% half-duplex (2026-11-26) and 53.2%, 17.1% and 26.1% with
-//     pipelining off (deploy/bench/RESULTS.md).
-func AutoPipelineOptions(rdb redis.UniversalClient) *redis.AutoPipelineOptions {
+//     budget (budget.ProcessPipelineHook), held every request behind it
+//     for as long again. Order does not matter to
+//     the servers: each request sends one script and waits for it, so no
+//     caller has two commands in flight.
+func AutoPipelineOptions() *redis.AutoPipelineOptions {
 	o := redis.DefaultBlockingAutoPipelineOptions()
 	o.MaxConcurrentBatches = 64
 	o.Unordered = true
-	if _, ok := rdb.(*redis.ClusterClient); ok {
-		o.FullDuplex, o.MaxConcurrentBatches, o.Unordered = true, 1, false
-		return o
-	}
 	o.MaxBatchSize = pipelineBatch
 	return o
 }
 
-// pipelineBatch is the largest batch of scripts on one node and with
-// Sentinel (AutoPipelineOptions says why). A Cluster keeps go-redis's 300:
-// its full-duplex pipes do not wait for arrivals the same way, and 32 did
-// worse there (3 x 1 Cluster, 2026-11-28 18:31-18:35 UTC, two alternations
-// of 1 x 8 s: introspection 10,606 and 11,751 req/s against 13,132 and
-// 15,934, /me 11,584 and 13,360 against 11,870 and 14,680).
+// pipelineBatch is the largest batch of scripts (AutoPipelineOptions says
+// why). Until 2026-11-30 a Cluster kept go-redis's 300 on its full-duplex
+// pipes, where 32 did worse; the per-primary pipeliners (PrimaryPipes)
+// were measured with 32.
 const pipelineBatch = 32

@@ -133,6 +133,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if err := registry.UseAutoPipeline(); err != nil {
 			return err
 		}
+		defer registry.Close()
 	}
 	verifier := accesstoken.NewCachingVerifier(accesstoken.NewVerifier(accesstoken.StaticKeys{Set: keys.Public()}, *issuerName, *audience, nil), 0, nil)
 	adm, err := admission.New(admission.Config{Clients: admission.Partners, RefuseQueryToken: true}, verifier, registry)

@@ -93,6 +93,7 @@ func NewServers(t testing.TB, cfg Config) *Servers {
 			if err := store.s.UseAutoPipeline(); err != nil {
 				t.Fatal(err)
 			}
+			t.Cleanup(func() { _ = store.s.Close() })
 		}
 	}
 	authRedis := cfg.AuthRedis

@@ -98,8 +98,11 @@ func TestMetrics(t *testing.T) {
 		t.Errorf("token cache: %v hits and %v misses for %d requests with one token over 2 replicas", hits, misses, rateLimit+2)
 	}
 
-	// Redis commands are observed on both pools, and none failed.
+	// Redis commands are observed on both pools, the per-request scripts
+	// among them (alone, or in a batch of the automatic pipeliner), and
+	// none failed.
 	prom.waitFor(t, `count(sum by (job) (partnerapi_redis_command_duration_seconds_count) > 0)`, 2)
+	prom.waitFor(t, `count(sum by (job) (partnerapi_redis_command_duration_seconds_count{command=~"evalsha|eval|pipeline"}) > 0)`, 2)
 	if v := prom.value(t, `sum(partnerapi_redis_errors_total)`); v != 0 {
 		t.Errorf("partnerapi_redis_errors_total = %v, want 0: %s", v, prom.raw(t, `partnerapi_redis_errors_total > 0`))
 	}
