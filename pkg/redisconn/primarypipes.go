@@ -41,8 +41,9 @@ import (
 //   - budget, which bounds each batch of scripts (budget's
 //     ProcessPipelineHook) as on one node;
 //   - the caller's hooks (the servers' metrics.RedisHook), which observe
-//     each batch as "pipeline" and count each failed script by its name,
-//     as on one node (TestPrimaryPipesHooks);
+//     each batch of several as "pipeline" and a script sent alone by its
+//     name, and count each failed script by its name, as on one node
+//     (clients' TestAutoPipelineClusterHooks);
 //   - no retries: a batch whose connection broke fails, and Failed, which
 //     the caller asks about each failed script, makes the Cluster client
 //     reload its slot map (as reloadOnConnError does for the Cluster's own
