@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -97,21 +98,26 @@ func TestQuickRun(t *testing.T) {
 	}
 }
 
-// TestProfileGuided runs the token, introspect and me scenarios with
-// --pgo-out: each server serves its profiles (PPROF), the harness takes a
+// TestProfileGuided runs the token, introspect and me scenarios and the
+// authcheck floor with --pgo-out and --profiles: each server serves its
+// profiles (PPROF), the ceiling too (--pprof-addr), the harness takes a
 // CPU profile of each run, and writes one merged profile per server where
 // go build takes it (<dir>/<server>/default.pgo), holding the server's own
 // handlers. The report names the profiles the module's binaries were
-// built with: the ones committed beside their main packages.
+// built with: the ones committed beside their main packages. --profiles
+// keeps every run's profile, the floor's included, and the report tells
+// each scenario's CPU per request by part, and introspection's over its
+// floor's.
 func TestProfileGuided(t *testing.T) {
 	requireTools(t)
 	redistest.Long(t) // about 20 s
 
 	ctx, cancel := context.WithTimeout(context.Background(), runBudget)
 	defer cancel()
-	dir := t.TempDir()
+	dir, kept := t.TempDir(), filepath.Join(t.TempDir(), "profiles")
 	var stdout, stderr bytes.Buffer
-	err := run(ctx, []string{"bench", "--quick", "--clients", "10", "--load-clients", "10", "--scenarios", "token,introspect,me", "--pgo-out", dir}, os.Getenv, &stdout, &stderr)
+	err := run(ctx, []string{"bench", "--quick", "--clients", "10", "--load-clients", "10", "--scenarios", "token,introspect,me,authcheck",
+		"--pgo-out", dir, "--profiles", kept}, os.Getenv, &stdout, &stderr)
 	if err != nil {
 		t.Fatalf("run: %v\nstderr:\n%s", err, stderr.String())
 	}
@@ -134,11 +140,52 @@ func TestProfileGuided(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"Build (profile-guided optimization): authserver with authserver/default.pgo, resourceserver with resourceserver/default.pgo, ceiling without a profile",
-		"Profiled (--pgo-out " + dir + ")"} {
+		"Profiled (--pgo-out " + dir + ")", "Profiled (--profiles " + kept + ")"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, stdout.String())
 		}
 	}
+
+	for _, sc := range []string{"authcheck", "token", "me", "introspect"} {
+		file := filepath.Join(kept, sc+"-1.pb.gz")
+		if parts, err := profileParts(file); err != nil || len(parts) == 0 {
+			t.Errorf("%s: %v, %v; want a CPU profile", file, parts, err)
+		}
+	}
+	parts := section(stdout.String(), "## Where the CPU goes (--profiles "+kept+")", "\x00")
+	if !strings.Contains(parts, "\n| µs per request | authcheck | token | me | introspect | introspect - authcheck |\n") {
+		t.Errorf("no table of the four scenarios and introspection over its floor:\n%s", parts)
+	}
+	for _, first := range []string{"**the whole profile**", "the server's CPU by /proc"} {
+		row := findRowOf(parts, first)
+		if len(row) != 6 {
+			t.Errorf("row %q = %q, want 6 cells:\n%s", first, row, parts)
+			continue
+		}
+		for i, cell := range row[1:5] {
+			if v, err := strconv.ParseFloat(cell, 64); err != nil || v <= 0 {
+				t.Errorf("row %q, column %d = %q, want some µs per request", first, i+1, cell)
+			}
+		}
+	}
+	if row := findRowOf(parts, "profiled runs"); len(row) < 5 || strings.Join(row[1:5], ",") != "1,1,1,1" {
+		t.Errorf("profiled runs = %q, want one of each", row)
+	}
+}
+
+// findRowOf returns the cells of the Markdown table row whose first cell
+// starts with first.
+func findRowOf(table, first string) []string {
+	for _, line := range strings.Split(table, "\n") {
+		cells := strings.Split(strings.Trim(line, "|"), "|")
+		for i := range cells {
+			cells[i] = strings.TrimSpace(cells[i])
+		}
+		if strings.HasPrefix(line, "| ") && strings.HasPrefix(cells[0], first) {
+			return cells
+		}
+	}
+	return nil
 }
 
 // TestQuickCluster runs the harness on a Redis Cluster of 3 primaries

@@ -71,6 +71,11 @@ type config struct {
 	// servers then run with PPROF=true, and each of those runs is profiled
 	// for its --duration.
 	PGOOut string
+	// Profiles is a directory to keep a CPU profile of every run at the
+	// largest registry in, of the process serving it (the servers, the
+	// ceiling; not Hydra), for the report's "Where the CPU goes" ("":
+	// none).
+	Profiles string
 }
 
 // quickSettings are what --quick changes, unless a flag says otherwise.
@@ -108,6 +113,7 @@ func parseConfig(args []string) (config, error) {
 	fs.BoolVar(&cfg.Quick, "quick", false, "CI setting: "+quickSummary())
 	fs.StringVar(&cfg.HydraBin, "hydra-bin", "", "also start this Ory Hydra binary (deploy/bench/hydra/build.sh) and measure its token and introspection endpoints side by side")
 	fs.StringVar(&cfg.PGOOut, "pgo-out", "", "profile the servers during the token, introspect and me runs and write DIR/authserver/default.pgo and DIR/resourceserver/default.pgo (--pgo-out . from the module's root refreshes the profiles the binaries are built with)")
+	fs.StringVar(&cfg.Profiles, "profiles", "", "profile the process serving every run at the largest registry (the servers, the ceiling for the ceilings and floors; not Hydra), keep the profiles in DIR and add \"Where the CPU goes\" to the report: each scenario's CPU per request by part, and each endpoint's over its floor's")
 	only := fs.String("scenarios", strings.Join(ownScenarios(), ","), "comma-separated scenarios to run (for profiling one endpoint; hydra-token and hydra-introspect need --hydra-bin)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -217,8 +223,8 @@ func (c config) Validate() error {
 	if c.Duration < time.Second {
 		errs = append(errs, errors.New("--duration must be at least 1s"))
 	}
-	if c.PGOOut != "" && c.Duration > maxProfile {
-		errs = append(errs, fmt.Errorf("--pgo-out profiles each run for its --duration: at most %s (the servers' WriteTimeout bounds a profile)", maxProfile))
+	if c.profiling() && c.Duration > maxProfile {
+		errs = append(errs, fmt.Errorf("--pgo-out and --profiles profile each run for its --duration: at most %s (the servers' WriteTimeout bounds a profile)", maxProfile))
 	}
 	if c.Warmup < 0 {
 		errs = append(errs, errors.New("--warmup must not be negative"))

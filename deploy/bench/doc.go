@@ -105,6 +105,19 @@
 // refreshes the committed ones. The report's settings name the profile
 // each binary under test was built with (go version -m).
 //
+// --profiles DIR takes a CPU profile of the process serving every run at
+// the largest registry (the servers through their PPROF listener, the
+// ceiling through its --pprof-addr; not Hydra), keeps it as
+// DIR/<scenario>-<rep>.pb.gz, and adds "Where the CPU goes" to the report
+// (cpuparts.go): each scenario's CPU per request by part (Ed25519,
+// go-redis, the access record, metrics, jwx, go-oauth2, Gin, net/http's
+// reading and writing, pkg/httpserver, our code, the collector, the rest),
+// read with github.com/google/pprof/profile, each sample under the
+// innermost frame a part names, pooled over the repetitions; and each
+// endpoint's CPU over its floor's (token over authsign, introspect over
+// authcheck, me over admit), part by part: what issue 28 asks of a missed
+// target, where the time goes and what floor remains, from one command.
+//
 // The report also lists every run with its "machine share", the fraction
 // of the machine's CPU that the server, Redis and wrk got: on a shared
 // machine a low share marks a run disturbed by other work.

@@ -87,6 +87,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if cfg.PGOOut != "" {
 		rep.Settings = append(rep.Settings, "Profiled (--pgo-out "+cfg.PGOOut+"): the token, introspect and me runs ran under the servers' CPU profiler, which costs them a little; measure without it")
 	}
+	if cfg.Profiles != "" {
+		if err := os.MkdirAll(cfg.Profiles, 0o755); err != nil {
+			return err
+		}
+		rep.Settings = append(rep.Settings, "Profiled (--profiles "+cfg.Profiles+"): every run at the largest registry but Hydra's ran under its server's CPU profiler, which costs it a little; measure without it")
+	}
 	if cfg.RedisCluster > 0 {
 		for _, n := range st.redisNodes {
 			rep.RedisNodes = append(rep.RedisNodes, n.label())
@@ -192,6 +198,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return err
 		}
 	}
+	if cfg.Profiles != "" {
+		if rep.CPUParts, err = cpuPartsOf(rep.Runs); err != nil {
+			return err
+		}
+	}
 
 	var out strings.Builder
 	rep.write(&out, cfg)
@@ -243,8 +254,9 @@ type stack struct {
 	// me-dpop's bound clients, and each scenario's last req/s (dpopload.go).
 	dpopSet  []boundClient
 	lastRate map[string]float64
-	// Under --pgo-out: each server's metrics listener, where its profiles
-	// are served, and the CPU profiles taken so far (pgo.go).
+	// Under --pgo-out or --profiles: where each server's (its metrics
+	// listener) and the ceiling's profiles are served; under --pgo-out,
+	// the CPU profiles taken so far for writePGO (pgo.go).
 	pprofURL map[string]string
 	profiles map[string][]string
 }
@@ -357,9 +369,13 @@ func (s *stack) start(ctx context.Context) error {
 		return err
 	}
 	s.ceilURL = "http://127.0.0.1:" + strconv.Itoa(port)
-	if s.ceiling, err = startProcess("ceiling", s.dir, s.bins.ceiling, []string{
+	profArgs, err := s.ceilingArgs()
+	if err != nil {
+		return err
+	}
+	if s.ceiling, err = startProcess("ceiling", s.dir, s.bins.ceiling, append([]string{
 		"--addr", "127.0.0.1:" + strconv.Itoa(port), "--body-file", bodyFile,
-		"--keys", keys, "--issuer", s.authURL, "--audience", audience, "--autopipeline=" + s.cfg.AutoPipeline.String()},
+		"--keys", keys, "--issuer", s.authURL, "--audience", audience, "--autopipeline=" + s.cfg.AutoPipeline.String()}, profArgs...),
 		[]string{"REDIS_URL=" + s.redisURL}); err != nil {
 		return err
 	}

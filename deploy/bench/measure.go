@@ -75,7 +75,7 @@ func (s *stack) measure(ctx context.Context, sc string, size, rep int, scripts m
 	if err != nil {
 		return measurement{}, err
 	}
-	if err := profiled(); err != nil {
+	if m.Profile, err = profiled(); err != nil {
 		return measurement{}, err
 	}
 	cpu1, err3 := cpuTime(proc.pid())

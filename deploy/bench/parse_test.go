@@ -81,11 +81,16 @@ func TestConfig(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "ascending") || !strings.Contains(err.Error(), "--reps") || !strings.Contains(err.Error(), "--concurrency") {
 		t.Errorf("bad flags: %v, want every problem reported", err)
 	}
-	if _, err = parseConfig([]string{"--pgo-out", "x", "--duration", "30s"}); err == nil || !strings.Contains(err.Error(), "--pgo-out profiles each run for its --duration: at most 29s") {
-		t.Errorf("--pgo-out with a 30 s run: %v", err)
+	for _, flag := range []string{"--pgo-out", "--profiles"} {
+		if _, err = parseConfig([]string{flag, "x", "--duration", "30s"}); err == nil || !strings.Contains(err.Error(), "--pgo-out and --profiles profile each run for its --duration: at most 29s") {
+			t.Errorf("%s with a 30 s run: %v", flag, err)
+		}
 	}
-	if cfg, err = parseConfig([]string{"--pgo-out", "x", "--duration", "29s"}); err != nil || cfg.PGOOut != "x" {
-		t.Errorf("--pgo-out x --duration 29s = %q, %v", cfg.PGOOut, err)
+	if cfg, err = parseConfig([]string{"--pgo-out", "x", "--duration", "29s"}); err != nil || cfg.PGOOut != "x" || cfg.Profiles != "" {
+		t.Errorf("--pgo-out x --duration 29s = %+v, %v", cfg, err)
+	}
+	if cfg, err = parseConfig([]string{"--profiles", "y", "--duration", "29s"}); err != nil || cfg.Profiles != "y" || cfg.PGOOut != "" {
+		t.Errorf("--profiles y --duration 29s = %+v, %v", cfg, err)
 	}
 	_, err = parseConfig([]string{"-h"})
 	var help *helpRequested

@@ -20,16 +20,35 @@ import (
 // bounds.
 const maxProfile = 29 * time.Second
 
-// profiledServer names the server whose CPU profile a scenario's runs feed
-// into the profile it is built with (--pgo-out): the bearer token's
-// issuance, introspection and /me, the endpoints the targets measure.
-var profiledServer = map[string]string{scToken: "authserver", scIntrospect: "authserver", scMe: "resourceserver"}
+// pgoScenarios are the scenarios whose runs feed their server's profile
+// into the one it is built with (--pgo-out): the bearer token's issuance,
+// introspection and /me, the endpoints the targets measure.
+var pgoScenarios = map[string]bool{scToken: true, scIntrospect: true, scMe: true}
 
-// serverEnv is env for the server called name; under --pgo-out with its
-// profiles on (PPROF) on a metrics port of its own that the harness picks
-// and remembers (the later METRICS_ADDR counts).
+// servingProcess names the process that serves a scenario's load: the
+// endpoints' servers, and the ceiling for the ceilings and floors ("" for
+// Hydra's, which is not profiled).
+func servingProcess(sc string) string {
+	switch sc {
+	case scToken, scTokenHot, scIntrospect:
+		return "authserver"
+	case scMe, scMeHot, scMeDPoP:
+		return "resourceserver"
+	case scBare, scRedis, scSign, scAdmit, scAuthSign, scAuthCheck:
+		return "ceiling"
+	}
+	return ""
+}
+
+// profiling reports whether the processes serve their profiles: under
+// --pgo-out or --profiles.
+func (c config) profiling() bool { return c.PGOOut != "" || c.Profiles != "" }
+
+// serverEnv is env for the server called name; under --pgo-out or
+// --profiles with its profiles on (PPROF) on a metrics port of its own
+// that the harness picks and remembers (the later METRICS_ADDR counts).
 func (s *stack) serverEnv(env []string, name string) ([]string, error) {
-	if s.cfg.PGOOut == "" {
+	if !s.cfg.profiling() {
 		return env, nil
 	}
 	port, err := freePort()
@@ -40,25 +59,52 @@ func (s *stack) serverEnv(env []string, name string) ([]string, error) {
 	return append(slices.Clip(env), "PPROF=true", "METRICS_ADDR=127.0.0.1:"+strconv.Itoa(port)), nil
 }
 
-// profile takes, under --pgo-out, a CPU profile of sc's server for the
-// length of the run that starts after it: wait returns once the profile is
-// in the work directory, remembered for writePGO. Other scenarios, and
-// runs without --pgo-out, take none.
-func (s *stack) profile(ctx context.Context, sc string, size, rep int) (wait func() error) {
-	server := profiledServer[sc]
-	if s.cfg.PGOOut == "" || server == "" {
-		return func() error { return nil }
+// ceilingArgs are the ceiling's flags for its profiles: under --pgo-out or
+// --profiles, --pprof-addr on a port the harness picks and remembers.
+func (s *stack) ceilingArgs() ([]string, error) {
+	if !s.cfg.profiling() {
+		return nil, nil
 	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	s.pprofURL["ceiling"] = "http://127.0.0.1:" + strconv.Itoa(port)
+	return []string{"--pprof-addr", "127.0.0.1:" + strconv.Itoa(port)}, nil
+}
+
+// profile takes a CPU profile of the process serving sc for the length of
+// the run that starts after it: under --pgo-out for pgoScenarios
+// (remembered for writePGO), under --profiles for every
+// scenario but Hydra's at the largest registry (kept as
+// DIR/<scenario>-<rep>.pb.gz). wait returns once the profile is written,
+// with its path under --profiles ("" otherwise); runs that take none get
+// a wait that returns at once.
+func (s *stack) profile(ctx context.Context, sc string, size, rep int) (wait func() (string, error)) {
+	pgo := s.cfg.PGOOut != "" && pgoScenarios[sc]
+	kept := s.cfg.Profiles != "" && servingProcess(sc) != "" && size == s.cfg.Sizes[len(s.cfg.Sizes)-1]
+	if !pgo && !kept {
+		return func() (string, error) { return "", nil }
+	}
+	server := servingProcess(sc)
 	file := filepath.Join(s.dir, fmt.Sprintf("cpu-%s-%d-%d.pb.gz", sc, size, rep))
+	if kept {
+		file = filepath.Join(s.cfg.Profiles, fmt.Sprintf("%s-%d.pb.gz", sc, rep))
+	}
 	url := s.pprofURL[server] + "/debug/pprof/profile?seconds=" + strconv.Itoa(int(s.cfg.Duration/time.Second))
 	done := make(chan error, 1)
 	go func() { done <- fetchProfile(ctx, url, file) }()
-	return func() error {
+	return func() (string, error) {
 		if err := <-done; err != nil {
-			return fmt.Errorf("CPU profile of %s during %s: %w", server, sc, err)
+			return "", fmt.Errorf("CPU profile of %s during %s: %w", server, sc, err)
 		}
-		s.profiles[server] = append(s.profiles[server], file)
-		return nil
+		if pgo {
+			s.profiles[server] = append(s.profiles[server], file)
+		}
+		if !kept {
+			return "", nil
+		}
+		return file, nil
 	}
 }
 

@@ -126,6 +126,9 @@ type measurement struct {
 	// ServerCalls and RedisCalls are the read and write system calls
 	// made during the run by the server and by every redis-server.
 	ServerCalls, RedisCalls syscalls
+	// Profile is the CPU profile of the run's server, kept under
+	// --profiles ("" without).
+	Profile string
 }
 
 // MachineShare is the fraction of the machine's CPU time that the server,
@@ -287,6 +290,9 @@ type report struct {
 	// Hydra describes the Ory Hydra measured side by side ("" without
 	// --hydra-bin).
 	Hydra string
+	// CPUParts is each profiled scenario's CPU per request by part
+	// (--profiles; nil without).
+	CPUParts []scenarioParts
 }
 
 // writeSyscalls writes every run's read and write system calls per
@@ -450,6 +456,7 @@ func (r report) write(w io.Writer, cfg config) {
 			fmt.Fprintf(w, "\nErrors of %s, %s clients, rep %d: %s\n", m.Scenario, fmtInt(int64(m.Size)), m.Rep, m.Errors)
 		}
 	}
+	writeCPUParts(w, r.CPUParts, cfg.Profiles)
 }
 
 // fmtInt writes n with thousands separators.

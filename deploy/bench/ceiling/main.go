@@ -3,7 +3,7 @@
 // own CPU time and RSS) against the same requests.
 //
 //	ceiling --addr 127.0.0.1:PORT --body-file FILE --keys FILE --issuer URL --audience AUD
-//	        [--autopipeline auto|true|false]   (REDIS_URL names Redis)
+//	        [--autopipeline auto|true|false] [--pprof-addr 127.0.0.1:PORT]   (REDIS_URL names Redis)
 //
 // GET /bare answers the body of FILE (a real /api/v1/me/ body, so the same
 // length) as application/json, with no middleware at all. GET /redis makes
@@ -35,7 +35,10 @@
 // 2.2, tokenserver.Introspection). Neither has the authserver's layers
 // (request id, access record, metrics), its form parsing and error shapes,
 // nor go-oauth2's Manager. GET /healthz answers 200 for the harness's
-// start-up probe.
+// start-up probe. --pprof-addr also serves the Go runtime's profiles on a
+// listener of their own, as the servers do on their metrics listener with
+// PPROF (httpserver.ProfileRoutes): the harness profiles the floors there
+// (bench --profiles).
 //
 // The Redis client is the servers' own (pkg/redisconn), with the same pool.
 // On a Cluster (a redis+cluster:// REDIS_URL, bench --redis-cluster) the
@@ -69,6 +72,7 @@ import (
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
 	"github.com/partnerapi/authplatform/pkg/admission"
 	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/httpserver"
 	"github.com/partnerapi/authplatform/pkg/redisconn"
 	"github.com/partnerapi/authplatform/pkg/serveconfig"
 )
@@ -96,6 +100,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	keysFile := fs.String("keys", "", "the authserver's signing keys (a JWK set file), for POST /sign")
 	issuerName := fs.String("issuer", "", "the authserver's issuer, for POST /sign")
 	audience := fs.String("audience", "", "the authserver's audience, for POST /sign")
+	pprofAddr := fs.String("pprof-addr", "", "also serve the Go runtime's profiles (httpserver.ProfileRoutes) on this address, as the servers do on their metrics listener with PPROF (bench --profiles, --pgo-out)")
 	var pipelining serveconfig.Pipelining
 	fs.Var(&pipelining, "autopipeline", "the servers' REDIS_AUTOPIPELINE, for GET /admit, POST /authsign and POST /authcheck")
 	if err := fs.Parse(args[1:]); err != nil {
@@ -141,6 +146,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 
+	if *pprofAddr != "" {
+		pln, err := net.Listen("tcp", *pprofAddr)
+		if err != nil {
+			return err
+		}
+		// No WriteTimeout: a CPU profile is one answer as long as its
+		// seconds.
+		psrv := &http.Server{Handler: httpserver.NewRouter(httpserver.ProfileRoutes(), httpserver.DetailMisrouted), ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = psrv.Serve(pln) }()
+		defer psrv.Close()
+	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
