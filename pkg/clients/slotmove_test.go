@@ -255,6 +255,15 @@ func openStore(t *testing.T, url string, pipelined bool) *clients.Store {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = rdb.Close() })
+	// As the servers and the operator commands do before their first
+	// command: a Cluster client discovers the Cluster by asking nodes in
+	// random order, and a node an earlier subtest left frozen costs each
+	// pick a read timeout (redisconn.Ping). Without it, a CI run
+	// (2026-11-30 10:42 UTC) saw TestAutoPipelinePrimaryLost/killed's
+	// first CreateOrg outlive its budget beside /frozen's primary.
+	if err := redisconn.Ping(t.Context(), rdb, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
 	store := clients.NewStore(rdb, "", nil)
 	if pipelined {
 		if err := store.UseAutoPipeline(); err != nil {
