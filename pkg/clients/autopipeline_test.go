@@ -274,11 +274,10 @@ func TestAutoPipelinePrimaryLost(t *testing.T) {
 			// frozen 3.54 s (two waits), killed 1.11 s; in 12 runs on
 			// another machine frozen 0.01 s twice, 3.01-3.03 s eight
 			// times and 4.51 s twice (three waits: more than the two-wait
-			// bound this test had, which failed a CI run), killed
-			// 0.01-1.07 s; on the plain client (pipelining off) frozen
-			// 3.00 s (two command budgets), killed 0.26 s; without
-			// Failed's reload and rerun, frozen 8.85 s, killed more than
-			// 8 s.
+			// bound this test had), killed 0.01-1.07 s; on the plain
+			// client (pipelining off) frozen 3.00 s (two command budgets),
+			// killed 0.26 s; without Failed's reload and rerun, frozen
+			// 8.85 s, killed more than 8 s.
 			if max := 3*(redisconn.DefaultCommandBudget+250*time.Millisecond) + time.Second; took > max {
 				t.Errorf("the first request admitted %v after the promotion, more than %v", took, max)
 			}
