@@ -59,8 +59,8 @@ func execAuthserver(t *testing.T, env map[string]string, args ...string) (stdout
 }
 
 // goraceEnv passes the test's race detector options to a process of the
-// test binary: without GORACE=atexit_sleep_ms=0 (the README's test command)
-// every process that exits 0 sleeps a second at its exit.
+// test binary: without GORACE=atexit_sleep_ms=0 (as CI's race-detector run
+// sets it) every process that exits 0 sleeps a second at its exit.
 func goraceEnv() string { return "GORACE=" + os.Getenv("GORACE") }
 
 // runAuthserver runs the command line in-process (run) with env.
@@ -74,21 +74,26 @@ func runAuthserver(env map[string]string, args ...string) (stdout, stderr string
 // flags, on stdout, exit 0, with -h, --help and `help COMMAND` alike.
 func TestCommandHelp(t *testing.T) {
 	t.Parallel()
-	want := `usage: authserver clients create --org S --name N --audience pharma|hospital|psp_partner --scopes "..." [--rate-limit N] [--auth client_secret|private_key_jwt (--jwks-file F | --jwks-url URL)] [--dpop-bound] [--json]
+	want := `usage: authserver clients create --org S --name N --audience pharma|hospital|psp_partner --scopes "..." [--rate-limit N] [--auth client_secret|private_key_jwt|self_signed_tls_client_auth (--jwks-file F | --jwks-url URL)|tls_client_auth (--tls-subject-dn DN | --tls-san-dns|uri|ip|email V)] [--dpop-bound] [--json]
 
 Create a client; prints client_id and client_secret once (private_key_jwt: no secret; the client signs assertions with its private key).
 
 flags:
-  --audience string   pharma, hospital or psp_partner
-  --auth string       client_secret, or private_key_jwt (RFC 7523) with --jwks-file or --jwks-url (default client_secret)
-  --dpop-bound        issue the client DPoP-bound tokens only (RFC 9449 dpop_bound_access_tokens): a token request without a DPoP proof is refused
-  --json              print JSON (README: Operator CLI, JSON output)
-  --jwks-file string  a file holding the client's public JWK set (RFC 7517)
-  --jwks-url string   an https URL serving the client's public JWK set, fetched by the token service (http only with JWKS_URL_ALLOW_HTTP=true)
-  --name string       client name
-  --org string        slug of an existing organisation
-  --rate-limit int    API requests per minute, at least 1 (default 120)
-  --scopes string     space-separated scopes (required; --scopes "" for none)
+  --audience string        pharma, hospital or psp_partner
+  --auth string            client_secret; private_key_jwt (RFC 7523) or self_signed_tls_client_auth (RFC 8705) with --jwks-file or --jwks-url; tls_client_auth (RFC 8705) with one --tls-* (default client_secret)
+  --dpop-bound             issue the client DPoP-bound tokens only (RFC 9449 dpop_bound_access_tokens): a token request without a DPoP proof is refused
+  --json                   print JSON (deploy/docs/operator-guide.md: JSON output)
+  --jwks-file string       a file holding the client's public JWK set (RFC 7517)
+  --jwks-url string        an https URL serving the client's public JWK set, fetched by the token service (http only with JWKS_URL_ALLOW_HTTP=true)
+  --name string            client name
+  --org string             slug of an existing organisation
+  --rate-limit int         API requests per minute, at least 1 (default 120)
+  --scopes string          space-separated scopes (required; --scopes "" for none)
+  --tls-san-dns string     tls_client_auth: the client certificate's DNS name SAN
+  --tls-san-email string   tls_client_auth: the client certificate's e-mail address SAN
+  --tls-san-ip string      tls_client_auth: the client certificate's IP address SAN
+  --tls-san-uri string     tls_client_auth: the client certificate's URI SAN
+  --tls-subject-dn string  tls_client_auth: the client certificate's subject DN, RFC 4514 (e.g. "CN=ward.example,O=St Elsewhere,C=NL")
 `
 	// As a process, and in-process for the other spellings.
 	if stdout, stderr, code := execAuthserver(t, nil, "clients", "create", "--help"); stdout != want || stderr != "" || code != 0 {
@@ -127,7 +132,8 @@ flags:
 		strings.Count(stdout, "\n  ") != 2*len(commands()) || !strings.Contains(stdout, "Exit status: 0 success, 1 runtime failure, 2 usage error, 3 change written on the\nRedis primary but not confirmed by a replica in time") {
 		t.Errorf("help: exit %d\n%s%s", code, stdout, stderr)
 	}
-	// Exit status 3 says what README says: do not run the command again.
+	// Exit status 3 says what deploy/docs/operator-guide.md says: do not run
+	// the command again.
 	if strings.Contains(stdout, "(run the command again)") || !strings.Contains(stdout, "Do not run the command again") {
 		t.Errorf("help on exit status 3 contradicts README:\n%s", stdout)
 	}
@@ -215,7 +221,8 @@ func TestExitCodeNotReplicated(t *testing.T) {
 }
 
 // The JSON of the operator commands is one documented object or array
-// (README: JSON output): the fields, and nothing else, of a client.
+// (deploy/docs/operator-guide.md, "JSON output"): the fields, and nothing
+// else, of a client.
 func TestJSONOutput(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
@@ -353,6 +360,7 @@ func TestUnconfirmedChangePrintsItsSecret(t *testing.T) {
 // toolchain's stamp, read through runtime/debug; this machine's and the
 // image's GOFLAGS turn stamping off, so the build asks for it).
 func TestVersionOfABuild(t *testing.T) {
+	redistest.Long(t) // the quick suite's budget (deploy/docs/testing.md, "The long suites")
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}

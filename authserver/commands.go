@@ -36,7 +36,7 @@ func commands() []cli.Command {
 		{Name: "operators create", Synopsis: "--name N [--read-only] [--json]",
 			Summary: "Create an operator client for the admin API (scopes admin.read and admin.write, or admin.read only); prints client_id and client_secret once.",
 			Setup:   operatorsCreate},
-		{Name: "clients create", Synopsis: `--org S --name N --audience pharma|hospital|psp_partner --scopes "..." [--rate-limit N] [--auth client_secret|private_key_jwt (--jwks-file F | --jwks-url URL)] [--dpop-bound] [--json]`,
+		{Name: "clients create", Synopsis: `--org S --name N --audience pharma|hospital|psp_partner --scopes "..." [--rate-limit N] [--auth client_secret|private_key_jwt|self_signed_tls_client_auth (--jwks-file F | --jwks-url URL)|tls_client_auth (--tls-subject-dn DN | --tls-san-dns|uri|ip|email V)] [--dpop-bound] [--json]`,
 			Summary: "Create a client; prints client_id and client_secret once (private_key_jwt: no secret; the client signs assertions with its private key).",
 			Setup:   clientsCreate},
 		{Name: "clients rotate-secret", Synopsis: "CLIENT_ID [--json]", Args: 1,

@@ -8,8 +8,9 @@
 //	authserver sandbox seed          create the simulation organisation and demo clients
 //	authserver help                  list every command; COMMAND [SUBCOMMAND] --help for one
 //
-// Every operator command reads REDIS_URL (through openRegistry, the one place
-// the registry is opened), speaks to people by default and to machines with
+// Every operator command, key withdrawal included, runs its action through
+// authserver/operations, opened on REDIS_URL by openOperations (the one
+// place the registry and the withdrawals are opened), speaks to people by default and to machines with
 // --json, and on bad input exits non-zero with one clear line: 1 for a
 // runtime failure, 2 for a usage error, 3 for a credential change no Redis
 // replica confirmed (clients.ErrNotReplicated).

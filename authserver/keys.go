@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"strings"
 
+	"github.com/partnerapi/authplatform/authserver/operations"
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
 	"github.com/partnerapi/authplatform/pkg/cli"
 	"github.com/partnerapi/authplatform/pkg/clients"
@@ -26,7 +28,7 @@ func keysGenerate(fl *flag.FlagSet, env cli.Env) cli.Action {
 	rotate := fl.Bool("rotate", false, "add a new signing key in front of an existing file's keys")
 	stage := fl.Bool("stage", false, "publish a new key in an existing file without signing with it yet")
 	keep := fl.Int("keep", 2, "with --rotate: earlier keys kept for verification")
-	asJSON := fl.Bool("json", false, "print JSON (README: Operator CLI, JSON output)")
+	asJSON := fl.Bool("json", false, "print JSON (deploy/docs/operator-guide.md: JSON output)")
 	return func(context.Context, []string) error {
 		if *out == "" {
 			return usagef("keys generate needs --out FILE")
@@ -65,7 +67,7 @@ func keysGenerate(fl *flag.FlagSet, env cli.Env) cli.Action {
 
 func keysPromote(fl *flag.FlagSet, env cli.Env) cli.Action {
 	file := fl.String("file", "", "key set file")
-	asJSON := fl.Bool("json", false, "print JSON (README: Operator CLI, JSON output)")
+	asJSON := fl.Bool("json", false, "print JSON (deploy/docs/operator-guide.md: JSON output)")
 	return func(_ context.Context, args []string) error {
 		if *file == "" {
 			return usagef("keys promote needs --file FILE")
@@ -86,7 +88,7 @@ func keysPromote(fl *flag.FlagSet, env cli.Env) cli.Action {
 
 func keysList(fl *flag.FlagSet, env cli.Env) cli.Action {
 	file := fl.String("file", "", "key set file")
-	asJSON := fl.Bool("json", false, "print JSON (README: Operator CLI, JSON output)")
+	asJSON := fl.Bool("json", false, "print JSON (deploy/docs/operator-guide.md: JSON output)")
 	return func(context.Context, []string) error {
 		if *file == "" {
 			return usagef("keys list needs --file FILE")
@@ -112,12 +114,12 @@ func printKeys(w io.Writer, asJSON bool, file string, ks *accesstoken.KeySet, wh
 
 // keysWithdraw: keys withdraw --file FILE KID. An emergency withdrawal of a
 // key that is no longer trusted (not the signing key: promote another one
-// first): recorded in Redis (confirmed by the replicas REDIS_URL asks for),
-// announced to every server at once (package keywithdrawal), then removed
-// from the file.
+// first), through operations.WithdrawFromFile: recorded in Redis
+// (confirmed by the replicas REDIS_URL asks for), announced to every
+// server at once (package keywithdrawal), then removed from the file.
 func keysWithdraw(fl *flag.FlagSet, env cli.Env) cli.Action {
 	file := fl.String("file", "", "key set file")
-	asJSON := fl.Bool("json", false, "print JSON (README: Operator CLI, JSON output)")
+	asJSON := fl.Bool("json", false, "print JSON (deploy/docs/operator-guide.md: JSON output)")
 	return func(ctx context.Context, args []string) error {
 		if *file == "" {
 			return usagef("keys withdraw needs --file FILE")
@@ -127,25 +129,19 @@ func keysWithdraw(fl *flag.FlagSet, env cli.Env) cli.Action {
 		if err != nil {
 			return err
 		}
-		next, err := ks.Without(kid)
-		if err != nil {
-			return usageError{Msg: err.Error()}
+		f := operations.KeyFile{Path: *file, Keys: ks}
+		// Checked before Redis is opened: a refused withdrawal needs none.
+		if err := operations.CheckWithdrawal(kid, f); err != nil {
+			return withdrawalRefused(kid, err)
 		}
-		r, err := openRedis(ctx, env.Getenv)
+		ops, closeOps, err := openOperations(ctx, env.Getenv)
 		if err != nil {
 			return err
 		}
-		defer r.rdb.Close()
-		// Redis first: if it fails, the file still holds the key and the
-		// command can be run again.
-		store := keywithdrawal.NewStore(r.rdb, r.prefix)
-		store.ConfirmWrites(r.confirm)
-		version, err := store.Withdraw(ctx, kid)
-		if err != nil && version == 0 {
-			return err
-		}
-		if werr := next.WriteFile(*file); werr != nil {
-			return fmt.Errorf("withdrawn in Redis, but %s was not rewritten: %w", *file, werr)
+		defer closeOps()
+		w, err := ops.WithdrawFromFile(ctx, f, kid)
+		if w.Keys == nil { // refused, not recorded, or the file not rewritten
+			return withdrawalRefused(kid, err)
 		}
 		if errors.Is(err, keywithdrawal.ErrNotReplicated) {
 			// Exit 3 like every operator change a failover could undo.
@@ -155,11 +151,24 @@ func keysWithdraw(fl *flag.FlagSet, env cli.Env) cli.Action {
 			fmt.Fprintf(env.Stdout, "warning: %v\n", err)
 		}
 		if *asJSON {
-			return json.NewEncoder(env.Stdout).Encode(map[string]any{"file": *file, "withdrawn": kid, "version": version,
-				"signing_kid": next.SigningKeyID(), "kids": next.KeyIDs()})
+			return json.NewEncoder(env.Stdout).Encode(map[string]any{"file": *file, "withdrawn": kid, "version": w.Version,
+				"signing_kid": w.Keys.SigningKeyID(), "kids": w.Keys.KeyIDs()})
 		}
 		fmt.Fprintf(env.Stdout, "%s: withdrew %s (every server refuses its tokens within seconds)\n", *file, kid)
-		fmt.Fprintf(env.Stdout, "signing key: %s\npublished:   %v\n", next.SigningKeyID(), next.KeyIDs())
+		fmt.Fprintf(env.Stdout, "signing key: %s\npublished:   %v\n", w.Keys.SigningKeyID(), w.Keys.KeyIDs())
 		return nil
 	}
+}
+
+// withdrawalRefused maps a withdrawal operations refused for its argument
+// to a usage error (exit 2), as every bad argument is: a kid the file does
+// not hold, or its signing key. Any other error passes unchanged.
+func withdrawalRefused(kid string, err error) error {
+	switch {
+	case errors.Is(err, clients.ErrNotFound):
+		return usagef("no key with kid %q in the set", kid)
+	case errors.Is(err, clients.ErrInvalid):
+		return usagef("%s", strings.TrimPrefix(err.Error(), operations.ErrInvalid.Error()+": "))
+	}
+	return err
 }

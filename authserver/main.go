@@ -25,8 +25,8 @@ func main() {
 // ExitNotReplicated is the exit status of a credential change written on
 // the Redis primary but not confirmed by a replica: a failover may still
 // undo it, so it is not reported as done. It is in force now: running the
-// command again would make a second client or another secret (README:
-// exit statuses).
+// command again would make a second client or another secret
+// (deploy/docs/operator-guide.md, "Exit status").
 const ExitNotReplicated = 3
 
 // exitCode: 0 success, 1 runtime failure, 2 usage error, 3 not replicated.
@@ -36,7 +36,7 @@ func exitCode(err error) int {
 
 // notes end `authserver help`.
 const notes = `Every command but keys, serve and healthcheck reads REDIS_URL (and REDIS_KEY_PREFIX).
-Operator commands print for people, or JSON with --json (README: Operator CLI).
+Operator commands print for people, or JSON with --json (deploy/docs/operator-guide.md).
 Exit status: 0 success, 1 runtime failure, 2 usage error, 3 change written on the
 Redis primary but not confirmed by a replica in time: it is in force now (keep a
 printed secret), but a failover may still undo it. Do not run the command again (a

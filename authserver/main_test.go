@@ -475,12 +475,15 @@ func TestOperatorRedisUnreachable(t *testing.T) {
 func TestServeConfig(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	_, err := h.run("serve", "--addr", "", "--issuer", "", "--audience", "", "--trusted-proxies", "10.0.0.0/33")
+	// --admin-addr on every interface: no address to take the admin API's
+	// public base URL from (issue 59 point 8: never a request's Host).
+	_, err := h.run("serve", "--addr", "", "--issuer", "", "--audience", "", "--trusted-proxies", "10.0.0.0/33", "--admin-addr", ":8090")
 	if !isUsage(err) {
 		t.Fatalf("bad config: %v, want a usage error", err)
 	}
 	line := oneLine(err)
-	for _, want := range []string{"--addr (ADDR) is required", "--keys (KEYS_FILE) is required", "--issuer (ISSUER) is required", "--audience (AUDIENCE) is required", `trusted proxy "10.0.0.0/33"`} {
+	for _, want := range []string{"--addr (ADDR) is required", "--keys (KEYS_FILE) is required", "--issuer (ISSUER) is required", "--audience (AUDIENCE) is required", `trusted proxy "10.0.0.0/33"`,
+		`--admin-base-url (ADMIN_BASE_URL) is required: --admin-addr (ADMIN_ADDR) ":8090" names no host and port`} {
 		if !strings.Contains(line, want) {
 			t.Errorf("%q lacks %q", line, want)
 		}

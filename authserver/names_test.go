@@ -87,7 +87,14 @@ func TestNameProblems(t *testing.T) {
 			t.Errorf("%q accepted", name)
 		}
 	}
-	for _, name := range []string{"Acme Health", "Klinikum Köln", "東京", "עברית", "O'Brien & Co."} {
+	// Issue 59 point 14: names that show nothing.
+	for _, name := range []string{"\u200b", "\ufeff", "\u00ad", "\u200b\ufeff\u00ad", " \u200b ", "\u3164", "\u0301", "\u2800"} {
+		errs := clients.NameProblems(name)
+		if len(errs) != 1 || !strings.Contains(errs[0], "only invisible characters") {
+			t.Errorf("%q: %v, want the invisible-name refusal", name, errs)
+		}
+	}
+	for _, name := range []string{"Acme Health", "Klinikum Köln", "東京", "עברית", "O'Brien & Co.", "Acme\u200bHealth", "\u00adA", "1", "-"} {
 		if errs := clients.NameProblems(name); len(errs) != 0 {
 			t.Errorf("%q: %v", name, errs)
 		}

@@ -22,24 +22,28 @@ import (
 	"github.com/partnerapi/authplatform/pkg/cli"
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/jwksuri"
+	"github.com/partnerapi/authplatform/pkg/keywithdrawal"
 	"github.com/partnerapi/authplatform/pkg/redisconn"
 )
 
-// openRegistry opens the client registry of REDIS_URL (keys under
-// REDIS_KEY_PREFIX) and checks that Redis answers. Every operator command
-// gets its registry here, and only here. Every change waits for the
-// replicas the URL asks for (confirm_replicas: one by default on a Sentinel
-// or Cluster URL), so that a command never reports as done a change that a
-// failover could undo (clients.ErrNotReplicated, exit status 3). close
-// releases the connection.
-func openRegistry(ctx context.Context, getenv func(string) string) (store *clients.Store, close func(), err error) {
+// openOperations opens the operations (the same the admin API runs) on
+// the Redis of REDIS_URL (keys under REDIS_KEY_PREFIX), after checking
+// that Redis answers: the client registry and the key withdrawals. Every
+// operator command gets its operations here, and only here. Every change
+// waits for the replicas the URL asks for (confirm_replicas: one by
+// default on a Sentinel or Cluster URL), so that a command never reports
+// as done a change that a failover could undo (clients.ErrNotReplicated,
+// exit status 3). close releases the connection.
+func openOperations(ctx context.Context, getenv func(string) string) (ops *operations.Service, close func(), err error) {
 	r, err := openRedis(ctx, getenv)
 	if err != nil {
 		return nil, nil, err
 	}
-	store = clients.NewStore(r.rdb, r.prefix, nil)
+	store := clients.NewStore(r.rdb, r.prefix, nil)
 	store.ConfirmWrites(r.confirm)
-	return store, func() { _ = r.rdb.Close() }, nil
+	withdrawals := keywithdrawal.NewStore(r.rdb, r.prefix)
+	withdrawals.ConfirmWrites(r.confirm)
+	return &operations.Service{Registry: store, Withdrawals: withdrawals}, func() { _ = r.rdb.Close() }, nil
 }
 
 // commandRedis is the Redis of an operator command: the client of
@@ -76,20 +80,19 @@ func openRedis(ctx context.Context, getenv func(string) string) (commandRedis, e
 // operations (the same the admin API runs) and the chosen output. Changes
 // made here are audited as made by "cli".
 func operator(fs *flag.FlagSet, env cli.Env, body func(ctx context.Context, ops *operations.Service, out output, args []string) error) cli.Action {
-	asJSON := fs.Bool("json", false, "print JSON (README: Operator CLI, JSON output)")
+	asJSON := fs.Bool("json", false, "print JSON (deploy/docs/operator-guide.md: JSON output)")
 	return func(ctx context.Context, args []string) error {
-		store, closeStore, err := openRegistry(ctx, env.Getenv)
+		ops, closeOps, err := openOperations(ctx, env.Getenv)
 		if err != nil {
 			return err
 		}
-		defer closeStore()
+		defer closeOps()
 		// The token service's jwks_uri policy, from the same settings.
-		jwks, err := jwksPolicy(env.Getenv)
-		if err != nil {
+		if ops.JWKS, err = jwksPolicy(env.Getenv); err != nil {
 			return err
 		}
 		ctx = audit.WithActor(ctx, audit.CLI)
-		return body(ctx, &operations.Service{Registry: store, JWKS: jwks}, output{w: env.Stdout, json: *asJSON}, args)
+		return body(ctx, ops, output{w: env.Stdout, json: *asJSON}, args)
 	}
 }
 
@@ -109,8 +112,9 @@ func jwksPolicy(getenv func(string) string) (jwksuri.Policy, error) {
 // checkLimit applies operations.CheckLimit to a flag or argument: a bad
 // limit is a usage error (exit 2).
 func checkLimit(what string, n int64) error {
-	if err := operations.CheckLimit(what, n); err != nil {
-		return cli.Usagef("%s", strings.TrimPrefix(err.Error(), operations.ErrInvalid.Error()+": "))
+	var refusal *clients.Error // CheckLimit's every refusal
+	if err := operations.CheckLimit(what, n); errors.As(err, &refusal) {
+		return cli.Usagef("%s", refusal.Detail)
 	}
 	return nil
 }
@@ -153,7 +157,12 @@ func clientsCreate(fs *flag.FlagSet, env cli.Env) cli.Action {
 	audience := fs.String("audience", "", "pharma, hospital or psp_partner")
 	scopes := fs.String("scopes", "", `space-separated scopes (required; --scopes "" for none)`)
 	rateLimit := fs.Int64("rate-limit", clients.DefaultRateLimitPerMinute, "API requests per minute, at least 1")
-	auth := fs.String("auth", clients.AuthClientSecret, "client_secret, or private_key_jwt (RFC 7523) with --jwks-file or --jwks-url")
+	auth := fs.String("auth", clients.AuthClientSecret, "client_secret; private_key_jwt (RFC 7523) or self_signed_tls_client_auth (RFC 8705) with --jwks-file or --jwks-url; tls_client_auth (RFC 8705) with one --tls-*")
+	var subjects [5]*string
+	for i, kind := range clients.SubjectKinds {
+		flagName := strings.ReplaceAll(strings.TrimPrefix(kind, "tls_client_auth_"), "_", "-")
+		subjects[i] = fs.String("tls-"+flagName, "", "tls_client_auth: the client certificate's "+subjectHelp[i])
+	}
 	dpopBound := fs.Bool("dpop-bound", false, "issue the client DPoP-bound tokens only (RFC 9449 dpop_bound_access_tokens): a token request without a DPoP proof is refused")
 	keys := keyFlags(fs, env)
 	return operator(fs, env, func(ctx context.Context, ops *operations.Service, out output, _ []string) error {
@@ -165,26 +174,61 @@ func clientsCreate(fs *flag.FlagSet, env cli.Env) cli.Action {
 		}
 		spec := clients.ClientSpec{OrgSlug: *org, Name: *name, Audience: *audience,
 			Scopes: clients.ParseScopes(*scopes), RateLimitPerMinute: *rateLimit, DPoPBound: *dpopBound}
+		var given []clients.TLSSubject
+		for i, v := range subjects {
+			if *v != "" {
+				given = append(given, clients.TLSSubject{Kind: clients.SubjectKinds[i], Value: *v})
+			}
+		}
+		if len(given) > 1 {
+			return usagef("give one --tls-subject-dn, --tls-san-dns, --tls-san-uri, --tls-san-ip or --tls-san-email, not %d (RFC 8705 section 2.1.2)", len(given))
+		}
 		switch *auth {
 		case clients.AuthClientSecret:
 			if keys.given() {
 				return usagef("--jwks-file and --jwks-url are for --auth private_key_jwt")
 			}
-		case clients.AuthPrivateKeyJWT:
-			src, err := keys.source()
-			if err != nil {
-				return err
+			if len(given) > 0 {
+				return usagef("--tls-* are for --auth tls_client_auth")
 			}
-			spec.Keys = &src
+		case clients.AuthPrivateKeyJWT, clients.AuthSelfSignedTLSClient, clients.AuthTLSClient:
+			// The registry lists every problem of the method and what it
+			// needs at once (clients.ClientSpec.Validate).
+			spec.AuthMethod = *auth
+			if len(given) == 1 {
+				spec.TLSSubject = &given[0]
+			}
+			if keys.given() {
+				src, err := keys.source()
+				if err != nil {
+					return err
+				}
+				spec.Keys = &src
+			} else if *auth == clients.AuthPrivateKeyJWT {
+				src, err := keys.source()
+				if err != nil {
+					return err
+				}
+				spec.Keys = &src
+			}
 		default:
-			return usagef("--auth %q: client_secret or private_key_jwt", *auth)
+			return usagef("--auth %q: one of %s", *auth, strings.Join(clients.AuthMethods, ", "))
 		}
 		c, err := ops.CreateClient(ctx, spec)
-		if spec.Keys != nil {
+		switch spec.Method() {
+		case clients.AuthPrivateKeyJWT:
 			return out.changed(c.Client, err, "created client %s: it authenticates with private_key_jwt (assertions signed by its keys; no secret)")
+		case clients.AuthTLSClient, clients.AuthSelfSignedTLSClient:
+			return out.changed(c.Client, err, "created client %s: it authenticates with "+spec.Method()+" (its mutual-TLS client certificate; no secret)")
 		}
 		return out.secret(c, err, "created client")
 	})
+}
+
+// subjectHelp names what each of clients.SubjectKinds is, for --tls-*.
+var subjectHelp = [5]string{
+	`subject DN, RFC 4514 (e.g. "CN=ward.example,O=St Elsewhere,C=NL")`,
+	"DNS name SAN", "URI SAN", "IP address SAN", "e-mail address SAN",
 }
 
 // flagGiven reports whether the flag name was set on the command line,
@@ -229,8 +273,9 @@ func (k *keySource) source() (clients.ClientKeySource, error) {
 		}
 		src.JWKS = data
 	}
-	if err := src.Validate(); err != nil {
-		return src, usagef("%v", err)
+	var refusal *clients.Error // Validate's every refusal
+	if err := src.Validate(); errors.As(err, &refusal) {
+		return src, usagef("%s", refusal.Detail)
 	}
 	return src, nil
 }
@@ -388,7 +433,8 @@ func sandboxSeed(fs *flag.FlagSet, env cli.Env) cli.Action {
 }
 
 // output prints for people, or JSON with --json: one JSON value (object or
-// array) indented by two spaces, whose fields are documented in README.
+// array) indented by two spaces, whose fields are documented in
+// deploy/docs/operator-guide.md ("JSON output").
 type output struct {
 	w    io.Writer
 	json bool
@@ -467,7 +513,10 @@ func describe(w io.Writer, c clients.Client) {
 	for _, si := range c.Secrets {
 		fmt.Fprintf(tw, "  secret %d\tsince %s\n", si.ID, si.CreatedAt.Format(time.RFC3339))
 	}
-	if c.AuthMethod == clients.AuthPrivateKeyJWT {
+	if c.TLSSubject != nil {
+		fmt.Fprintf(tw, "  certificate\t%s %s\n", c.TLSSubject.Kind, printable(c.TLSSubject.Value))
+	}
+	if c.AuthMethod == clients.AuthPrivateKeyJWT || c.AuthMethod == clients.AuthSelfSignedTLSClient {
 		keys := "registered JWK set"
 		if c.JWKSURI != "" {
 			keys = printable(c.JWKSURI)

@@ -6,12 +6,15 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/partnerapi/authplatform/authserver/adminapi"
+	"github.com/partnerapi/authplatform/authserver/console"
 	"github.com/partnerapi/authplatform/authserver/operations"
 	"github.com/partnerapi/authplatform/authserver/tokenserver"
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
@@ -20,14 +23,14 @@ import (
 	"github.com/partnerapi/authplatform/pkg/clientip"
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/dpop"
-	"github.com/partnerapi/authplatform/pkg/dpopnonce"
-	"github.com/partnerapi/authplatform/pkg/heapfloor"
 	"github.com/partnerapi/authplatform/pkg/httpserver"
 	"github.com/partnerapi/authplatform/pkg/keywithdrawal"
 	"github.com/partnerapi/authplatform/pkg/metrics"
 	"github.com/partnerapi/authplatform/pkg/redisconn"
 	"github.com/partnerapi/authplatform/pkg/serveconfig"
+	"github.com/partnerapi/authplatform/pkg/serverruntime"
 	"github.com/partnerapi/authplatform/pkg/signingkeys"
+	"github.com/partnerapi/authplatform/pkg/tracing"
 )
 
 // defaults of the shared serve flags (serveconfig). /metrics and the admin
@@ -52,8 +55,7 @@ type serveConfig struct {
 	AdminAddr string
 	// AdminBaseURL: --admin-base-url, ADMIN_BASE_URL, the admin API's
 	// public base URL, which a DPoP proof's htu names (package admission);
-	// empty: derived from each request (trusted proxies' forwarded
-	// headers, else its listener's address as the request named it).
+	// empty: from AdminAddr (adminBaseURL).
 	AdminBaseURL string
 	KeysFile     string
 	// AcceptLegacySecrets: see tokenserver.Config.AcceptLegacySecrets.
@@ -62,10 +64,16 @@ type serveConfig struct {
 	JWKS tokenserver.JWKSPolicy
 	// MaxAssertionLifetime: tokenserver.Config.MaxAssertionLifetime.
 	MaxAssertionLifetime time.Duration
+	// MTLSBaseURL: --mtls-base-url, MTLS_BASE_URL, the public base URL of
+	// the mutual-TLS endpoints where it is not the issuer's
+	// (tokenserver.Config.MTLSBaseURL).
+	MTLSBaseURL string
 }
 
-func (c serveConfig) Validate() error {
-	errs := c.Problems()
+// problems are the token service's own configuration problems, reported
+// with the shared ones (serveconfig.Config.Check).
+func (c serveConfig) problems() []error {
+	var errs []error
 	if !httpserver.ValidAddr(c.AdminAddr) {
 		errs = append(errs, fmt.Errorf("--admin-addr (ADMIN_ADDR) %q: want host:port, :port or off", c.AdminAddr))
 	} else if c.AdminAddr != httpserver.Off && c.AdminAddr == c.Addr {
@@ -73,6 +81,8 @@ func (c serveConfig) Validate() error {
 	}
 	if _, ok := dpop.NormalizeURI(c.AdminBaseURL); c.AdminBaseURL != "" && !ok {
 		errs = append(errs, fmt.Errorf("--admin-base-url (ADMIN_BASE_URL) %q: want an absolute http or https URL", c.AdminBaseURL))
+	} else if _, err := c.adminBaseURL(); err != nil && httpserver.ValidAddr(c.AdminAddr) {
+		errs = append(errs, err)
 	}
 	if c.KeysFile == "" {
 		errs = append(errs, errors.New("--keys (KEYS_FILE) is required: create one with 'authserver keys generate --out FILE'"))
@@ -80,7 +90,28 @@ func (c serveConfig) Validate() error {
 	if c.MaxAssertionLifetime < 0 || c.MaxAssertionLifetime > tokenserver.MaxAssertionLifetimeLimit {
 		errs = append(errs, fmt.Errorf("--max-assertion-lifetime (MAX_ASSERTION_LIFETIME) %v: want at most %v", c.MaxAssertionLifetime, tokenserver.MaxAssertionLifetimeLimit))
 	}
-	return errors.Join(errs...)
+	return errs
+}
+
+// adminBaseURL is the admin API's public base URL, which a DPoP proof's
+// htu names (RFC 9449 section 4.3): --admin-base-url, else
+// http://ADMIN_ADDR when that names a host and a port (the default,
+// http://127.0.0.1:8090); never a request's Host (issue 59 point 8). An
+// admin API on every interface (":8090") or on a port chosen at start
+// (":0") has no address to derive it from: the flag is then required. ""
+// with the admin API off.
+func (c serveConfig) adminBaseURL() (string, error) {
+	if c.AdminAddr == httpserver.Off {
+		return "", nil
+	}
+	if c.AdminBaseURL != "" {
+		return c.AdminBaseURL, nil
+	}
+	host, port, err := net.SplitHostPort(c.AdminAddr)
+	if ip, perr := netip.ParseAddr(host); err == nil && host != "" && port != "0" && (perr != nil || !ip.IsUnspecified()) {
+		return "http://" + c.AdminAddr, nil
+	}
+	return "", fmt.Errorf("--admin-base-url (ADMIN_BASE_URL) is required: --admin-addr (ADMIN_ADDR) %q names no host and port to derive the admin API's public base URL from, which a DPoP proof's htu must name (e.g. http://admin.internal:8090)", c.AdminAddr)
 }
 
 func serveCommand(fs *flag.FlagSet, env cli.Env) cli.Action {
@@ -88,7 +119,7 @@ func serveCommand(fs *flag.FlagSet, env cli.Env) cli.Action {
 	cfg := &serveConfig{}
 	cfg.Declare(f, defaults)
 	f.String(&cfg.AdminAddr, "admin-addr", "ADMIN_ADDR", defaultAdminAddr, "listen address of the admin API, or off")
-	f.String(&cfg.AdminBaseURL, "admin-base-url", "ADMIN_BASE_URL", "", "public base URL of the admin API (DPoP proofs' htu); empty: from each request")
+	f.String(&cfg.AdminBaseURL, "admin-base-url", "ADMIN_BASE_URL", "", "public base URL of the admin API (DPoP proofs' htu); empty: http://ADMIN_ADDR, required when that names no host")
 	f.String(&cfg.KeysFile, "keys", "KEYS_FILE", "", "JWK set file of signing keys")
 	f.Bool(&cfg.AcceptLegacySecrets, "accept-legacy-secrets", "ACCEPT_LEGACY_SECRETS", false,
 		"also accept client secrets issued before checksums, until every such client is rotated")
@@ -96,6 +127,9 @@ func serveCommand(fs *flag.FlagSet, env cli.Env) cli.Action {
 		"fetch private_key_jwt clients' jwks_uri over plain http too, not only https")
 	f.Bool(&cfg.JWKS.AllowPrivate, "jwks-url-allow-private", "JWKS_URL_ALLOW_PRIVATE", false,
 		"let a jwks_uri resolve to loopback, private or link-local addresses")
+	cfg.DeclareClientCA(f)
+	f.String(&cfg.MTLSBaseURL, "mtls-base-url", "MTLS_BASE_URL", "",
+		"public https base URL of the mutual-TLS endpoints where it is not the issuer's (metadata mtls_endpoint_aliases, RFC 8705 section 5)")
 	f.Duration(&cfg.MaxAssertionLifetime, "max-assertion-lifetime", "MAX_ASSERTION_LIFETIME", tokenserver.DefaultMaxAssertionLifetime,
 		"longest a private_key_jwt client assertion may live (exp - now), a `duration` such as 5m or 1h; the default is what Authlib signs")
 	return func(ctx context.Context, _ []string) error {
@@ -107,39 +141,21 @@ func serveCommand(fs *flag.FlagSet, env cli.Env) cli.Action {
 	}
 }
 
+// serve runs the token service until ctx ends: the shared runtime
+// (package serverruntime) and what is the token service's own, its signing
+// keys, their authority and withdrawal watcher, the token endpoints and the
+// admin API.
 func serve(ctx context.Context, cfg serveConfig, env cli.Env) error {
-	if err := cfg.Validate(); err != nil {
-		return cli.AsUsage(err)
-	}
-	logger, closeLogs, err := cfg.Logger(env.Stderr)
+	m := metrics.NewTokenService(metrics.New("authserver"))
+	rt, err := serverruntime.Open(ctx, cfg.Config, env, serverruntime.Options{Problems: cfg.problems(), Metrics: m.Metrics, Service: "authserver"})
 	if err != nil {
 		return err
 	}
-	defer closeLogs()
-	// The collector's heap goal kept at 20 MiB or more while serving,
-	// unless GOGC is set (package heapfloor).
-	defer heapfloor.Start(ctx, env.Getenv)()
+	defer rt.Close()
+	logger, rdb := rt.Logger(), rt.Redis()
 	keys, err := accesstoken.LoadKeySet(cfg.KeysFile)
 	if err != nil {
 		return err
-	}
-	rdb, err := redisconn.Open(cfg.RedisURL)
-	if err != nil {
-		return cli.AsUsage(err)
-	}
-	defer rdb.Close()
-	m := metrics.NewTokenService(metrics.New("authserver"))
-	rdb.AddHook(m.RedisHook())
-	trust := cfg.Trust()
-	registry := clients.NewStore(rdb, cfg.KeyPrefix, nil)
-	pipelined := cfg.AutoPipeline.On()
-	if pipelined {
-		// The metrics hook for the pipelined scripts too: on a Cluster
-		// they run on clients of their own (redisconn.PrimaryPipes).
-		if err := registry.UseAutoPipeline(m.RedisHook()); err != nil {
-			return err
-		}
-		defer registry.Close()
 	}
 	// The one signing-key authority, kept current by the withdrawal
 	// watcher, and the one verifier over it (introspection, revocation and
@@ -150,64 +166,54 @@ func serve(ctx context.Context, cfg serveConfig, env cli.Env) error {
 	}
 	defer watchWithdrawals(ctx, rdb, cfg.KeyPrefix, cfg.KeysFile, keys, authority, logger).Close()
 	verifier := accesstoken.NewCachingVerifier(accesstoken.NewVerifier(authority, cfg.Issuer, cfg.Audience, nil), 0, m.TokenCache)
-	// DPoP server nonces (DPOP_NONCES): one secret in Redis, shared by
-	// every replica (pkg/dpopnonce), required by the
-	// token endpoint and both APIs alike.
-	var nonces admission.Nonces
-	if cfg.DPoPNonces {
-		shared, err := dpopnonce.SharedNonces(ctx, rdb, cfg.KeyPrefix)
-		if err != nil {
-			return err
-		}
-		go shared.Watch(ctx, logger)
-		nonces = shared
+	trust := cfg.Trust()
+	clientCAs, err := cfg.TLS.ClientCAs()
+	if err != nil {
+		return cli.AsUsage(err)
 	}
 	h, err := tokenserver.NewServer(logger, tokenserver.Config{Issuer: cfg.Issuer, Audience: cfg.Audience, Trust: trust,
-		AcceptLegacySecrets: cfg.AcceptLegacySecrets, JWKS: cfg.JWKS, MaxAssertionLifetime: cfg.MaxAssertionLifetime},
+		AcceptLegacySecrets: cfg.AcceptLegacySecrets, JWKS: cfg.JWKS, MaxAssertionLifetime: cfg.MaxAssertionLifetime,
+		// Clients reach the token endpoint over mutual TLS when this
+		// server ends TLS, or when a trusted edge may pass their
+		// certificates (deploy/Caddyfile).
+		ClientCAs: clientCAs, MTLS: cfg.TLS.On() || cfg.TrustedProxies != "", MTLSBaseURL: cfg.MTLSBaseURL},
 		tokenserver.Deps{
-			Registry: registry,
+			Registry: rt.Registry(),
 			Keys:     authority,
 			Tokens:   verifier,
-			Ready:    func(ctx context.Context) error { return redisconn.Ready(ctx, rdb, time.Second) },
+			Ready:    rt.Ready,
 			Metrics:  m,
-			Nonces:   nonces,
+			Nonces:   rt.Nonces(),
+			Tracing:  rt.Tracing(),
 		})
 	if err != nil {
 		return err
 	}
-	admin, err := newAdmin(logger, cfg, rdb, authority, verifier, trust, nonces, m.Metrics)
+	admin, err := newAdmin(logger, cfg, rdb, authority, verifier, trust, rt.Nonces(), m.Metrics, h, rt.Tracing())
 	if err != nil {
 		return err
 	}
-	g := httpserver.NewGroup(logger, m.Metrics)
-	if err := cfg.Listen(g); err != nil {
+	if err := rt.Listen(ctx, h, serverruntime.Listener{Name: httpserver.Admin, Addr: cfg.AdminAddr, Handler: admin}); err != nil {
 		return err
 	}
-	aaddr, err := g.Listen(httpserver.Admin, cfg.AdminAddr)
-	if err != nil {
-		g.Close()
-		return err
-	}
-	g.Handle(httpserver.API, h)
-	g.Handle(httpserver.Admin, admin)
-	if err := redisconn.Ping(ctx, rdb, 2*time.Second); err != nil {
-		logger.Warn("redis does not answer yet; requests get 503 until it does", "err", err)
-	}
-	addr := g.Addr(httpserver.API)
+	addr, aaddr := rt.Addr(httpserver.API), rt.Addr(httpserver.Admin)
 	logger.Info("token service listening", "addr", addr.String(), "issuer", cfg.Issuer, "signing_kid", keys.SigningKeyID(),
-		"redis_autopipeline", pipelined)
+		"redis_autopipeline", rt.Pipelined())
 	fmt.Fprintf(env.Stdout, "authserver listening on http://%s\n", addr)
 	if aaddr != nil {
 		logger.Info("admin API listening", "addr", aaddr.String())
 		fmt.Fprintf(env.Stdout, "admin API listening on http://%s%s\n", aaddr, adminapi.Prefix)
+		fmt.Fprintf(env.Stdout, "operator console at http://%s%s\n", aaddr, console.Prefix)
 	}
-	return g.Serve(ctx)
+	return rt.Serve(ctx)
 }
 
-// newAdmin wires the admin API (nil when --admin-addr is off), its answers
-// counted in the token service's registry (m). Its changes wait for the
-// replicas REDIS_URL asks for, like the command line's.
-func newAdmin(logger *slog.Logger, cfg serveConfig, rdb redis.UniversalClient, keys *signingkeys.Authority, tokens *accesstoken.CachingVerifier, trust clientip.Trust, nonces admission.Nonces, m *metrics.Metrics) (http.Handler, error) {
+// newAdmin wires the admin API and its operator console (nil when
+// --admin-addr is off), its answers counted in the token service's
+// registry (m). Its changes wait for the replicas REDIS_URL asks for, like
+// the command line's. The console signs operators in at the token service
+// (token), in process. tr, when set, runs every admin call in a span.
+func newAdmin(logger *slog.Logger, cfg serveConfig, rdb redis.UniversalClient, keys *signingkeys.Authority, tokens *accesstoken.CachingVerifier, trust clientip.Trust, nonces admission.Nonces, m *metrics.Metrics, token http.Handler, tr *tracing.Tracing) (http.Handler, error) {
 	if cfg.AdminAddr == httpserver.Off {
 		return nil, nil
 	}
@@ -220,6 +226,15 @@ func newAdmin(logger *slog.Logger, cfg serveConfig, rdb redis.UniversalClient, k
 	store.ConfirmWrites(confirm)
 	withdrawals := keywithdrawal.NewStore(rdb, prefix)
 	withdrawals.ConfirmWrites(confirm)
-	return adminapi.NewServer(logger.With("listener", "admin"), adminapi.Config{Trust: trust, KeyPrefix: prefix, JWKSAllowHTTP: cfg.JWKS.AllowHTTP, PublicBaseURL: cfg.AdminBaseURL},
-		adminapi.Deps{Ops: &operations.Service{Registry: store, Withdrawals: withdrawals, JWKS: cfg.JWKS}, Tokens: tokens, Admit: store, Keys: keys, Redis: rdb, Nonces: nonces, Metrics: m})
+	base, err := cfg.adminBaseURL()
+	if err != nil {
+		return nil, cli.AsUsage(err)
+	}
+	ops := &operations.Service{Registry: store, Withdrawals: withdrawals, JWKS: cfg.JWKS}
+	return adminapi.NewServer(logger.With("listener", "admin"), adminapi.Config{Trust: trust, KeyPrefix: prefix, JWKSAllowHTTP: cfg.JWKS.AllowHTTP, PublicBaseURL: base},
+		adminapi.Deps{Ops: ops, Tokens: tokens, Admit: store, Keys: keys, Redis: rdb, Nonces: nonces, Metrics: m, Tracing: tr,
+			Console: func(api http.Handler) (http.Handler, error) {
+				return console.New(logger.With("listener", "admin"), console.Config{Trust: trust},
+					console.Deps{API: api, Token: token, Tokens: tokens, Usage: ops})
+			}})
 }

@@ -4,7 +4,7 @@
 # 1. Signing keys: generated into the keys volume unless a key set is there
 #    already. An existing file is never touched, not even a broken one: the
 #    token service then refuses to start and says why. Rotation is an
-#    operator's act ('keys generate --rotate', deploy/README.md).
+#    operator's act ('keys generate --rotate', deploy/docs/signing-keys.md).
 # 2. The sandbox organisation and its demo clients: 'sandbox seed' is
 #    idempotent; it prints the secrets of the clients it creates, once, to
 #    this job's log (docker compose logs init).
@@ -31,7 +31,8 @@ until /authserver orgs list >/dev/null 2>&1; do
 done
 
 # On a Sentinel or Cluster URL every change the seed makes waits for a
-# replica's confirmation (deploy/README.md, "Replicated Redis"), 2 s by
+# replica's confirmation (deploy/docs/scaling.md, "What a replica
+# confirmation guarantees"), 2 s by
 # default. A replica that starts with this job confirms nothing before its
 # first full sync, which Redis delays by repl-diskless-sync-delay (5 s): so
 # the seed waits up to INIT_CONFIRM_TIMEOUT (60s) for it, unless REDIS_URL

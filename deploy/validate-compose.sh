@@ -57,8 +57,8 @@ for name in ("redis", "init", "authserver", "resourceserver", "edge"):
     need(name in services, f"service {name} is missing")
 for name, svc in services.items():
     need("container_name" not in svc, f"{name}: container_name prevents --scale")
-    if "monitoring" in svc.get("profiles", []):
-        # Monitoring may publish on loopback only.
+    if {"monitoring", "tracing"} & set(svc.get("profiles", [])):
+        # Monitoring and tracing may publish on loopback only.
         for p in svc.get("ports", []):
             host_ip = p.get("host_ip") if isinstance(p, dict) else str(p).split(":")[0]
             need(host_ip == "127.0.0.1", f"{name}: a monitoring port must bind 127.0.0.1, not {p!r}")
@@ -121,6 +121,9 @@ for name, svc in services.items():
 rs_env = services.get("resourceserver", {}).get("environment", {})
 need(rs_env.get("BASE_URL") and rs_env.get("BASE_URL") == rs_env.get("ISSUER"),
      "resourceserver: BASE_URL must be the public base URL (PUBLIC_BASE_URL), like ISSUER")
+as_env = services.get("authserver", {}).get("environment", {})
+need(as_env.get("ADMIN_BASE_URL"),
+     "authserver: ADMIN_BASE_URL must name the admin API's URL (DPoP proofs' htu), never left to a request's Host")
 
 edge_ip = services.get("edge", {}).get("networks", {}).get("backend", {}) or {}
 edge_ip = edge_ip.get("ipv4_address")
@@ -159,7 +162,7 @@ need("--replicaof" in cmd and cmd[cmd.index("--replicaof") + 1:cmd.index("--repl
      "redis-replica: must replicate redis:6379")
 need("--appendonly" in cmd and "--appendfsync" in cmd, "redis-replica: AOF like the primary")
 need(not any("min-replicas-to-write" in str(c) for c in cmd + (services.get("redis", {}).get("command") or [])),
-     "min-replicas-to-write would fail every rate-limit write when a replica is down (deploy/README.md)")
+     "min-replicas-to-write would fail every rate-limit write when a replica is down (deploy/docs/scaling.md)")
 for i in (1, 2, 3):
     text = " ".join(services.get(f"sentinel-{i}", {}).get("command") or [])
     need("sentinel monitor partnerapi redis 6379 2" in text, f"sentinel-{i}: must monitor redis as partnerapi, quorum 2")
@@ -171,6 +174,34 @@ for name in ("init", "authserver", "resourceserver"):
          f"{name}: REDIS_URL {url!r} must name the three sentinels and master partnerapi")
 if problems:
     print("\n".join("docker-compose.yml (sentinel profile): " + p for p in problems), file=sys.stderr)
+    sys.exit(1)
+PY
+
+step "compose tracing profile (--env-file deploy/tracing.env --profile tracing)"
+docker-compose -f docker-compose.yml --env-file deploy/tracing.env --profile tracing config >"$tmp/tracing.yml"
+python3 - "$tmp/tracing.yml" <<'PY'
+import sys
+
+import yaml
+
+services = yaml.safe_load(open(sys.argv[1])).get("services", {})
+problems = []
+
+
+def need(cond, msg):
+    if not cond:
+        problems.append(msg)
+
+
+need("tracing" in services.get("jaeger", {}).get("profiles", []), "jaeger: missing from the tracing profile")
+edge = services.get("edge", {}).get("environment", {})
+need(edge.get("EDGE_TRACING") == "on", f"edge: EDGE_TRACING {edge.get('EDGE_TRACING')!r}, want on with deploy/tracing.env")
+need(edge.get("OTEL_EXPORTER_OTLP_ENDPOINT") == "http://jaeger:4317", "edge: must export OTLP/gRPC to jaeger:4317")
+for name in ("authserver", "resourceserver"):
+    url = services.get(name, {}).get("environment", {}).get("OTEL_EXPORTER_OTLP_ENDPOINT")
+    need(url == "http://jaeger:4318", f"{name}: OTEL_EXPORTER_OTLP_ENDPOINT {url!r}, want http://jaeger:4318")
+if problems:
+    print("\n".join("docker-compose.yml (tracing profile): " + p for p in problems), file=sys.stderr)
     sys.exit(1)
 PY
 
@@ -187,12 +218,24 @@ caddy_validate() {
 }
 step "caddy validate deploy/Caddyfile: compose (DNS upstreams), caddy $(caddy version | cut -d' ' -f1), CADDY_COMPAT=$compat"
 caddy_validate
+# Tracing on needs Caddy's tracing module, which Debian's caddy is built
+# without; deploy/e2e/tracing runs the file with a Caddy built with it.
+if caddy list-modules 2>/dev/null | grep -qx http.handlers.tracing; then
+	step "caddy validate deploy/Caddyfile: tracing on (EDGE_TRACING=on, deploy/docs/tracing.md)"
+	caddy_validate EDGE_TRACING=on
+else
+	step "caddy validate deploy/Caddyfile with EDGE_TRACING=on: skipped, this caddy has no tracing module (deploy/e2e/tracing runs it)"
+fi
+step "caddy validate deploy/Caddyfile: mutual TLS (EDGE_MTLS=on, deploy/docs/mtls.md)"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=localhost \
+	-keyout "$tmp/server-key.pem" -out "$tmp/server.pem" >/dev/null 2>&1 || fail "openssl could not make a test certificate"
+caddy_validate EDGE_MTLS=on EDGE_TLS_CERT="$tmp/server.pem" EDGE_TLS_KEY="$tmp/server-key.pem"
 step "caddy validate deploy/Caddyfile: topology test (static upstreams)"
 caddy_validate UPSTREAMS=static CADDY_ADMIN=off EDGE_BIND=127.0.0.1 EDGE_PORT=18080 \
 	AUTH_UPSTREAMS="127.0.0.1:18081 127.0.0.1:18082" RESOURCE_UPSTREAMS="127.0.0.1:18083 127.0.0.1:18084"
 
 step "deploy/Dockerfile: Go version, build command, non-root distroless stages"
-build="CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o /out/ ./authserver ./resourceserver"
+build="CGO_ENABLED=0 go build -tags grpcnotrace -trimpath -ldflags='-s -w' -o /out/ ./authserver ./resourceserver"
 grep -qF "RUN $build" deploy/Dockerfile || fail "deploy/Dockerfile no longer builds with: $build"
 gomod_version="$(awk '$1 == "go" { print $2 }' go.mod)"
 grep -qx "ARG GO_VERSION=$gomod_version" deploy/Dockerfile || fail "deploy/Dockerfile's GO_VERSION is not go.mod's $gomod_version"
@@ -202,7 +245,7 @@ users="$(grep -c '^USER 65532:65532$' deploy/Dockerfile)"
 [ "$stages" -eq 3 ] && [ "$users" -eq 3 ] || fail "deploy/Dockerfile: want 3 distroless stages, each USER 65532:65532 (got $stages, $users)"
 
 step "go build, as deploy/Dockerfile does"
-CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$tmp/bin/" ./authserver ./resourceserver
+CGO_ENABLED=0 go build -tags grpcnotrace -trimpath -ldflags='-s -w' -o "$tmp/bin/" ./authserver ./resourceserver
 for bin in authserver resourceserver; do
 	go version -m "$tmp/bin/$bin" | grep -q 'CGO_ENABLED=0' || fail "$bin is not a static (CGO_ENABLED=0) build"
 	"$tmp/bin/$bin" help >/dev/null || fail "$bin help failed"

@@ -24,8 +24,8 @@ func TestMain(m *testing.M) {
 func execResourceserver(t *testing.T, env []string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
-	// GORACE: without the test's atexit_sleep_ms=0 (the README's test
-	// command) every process that exits 0 sleeps a second at its exit.
+	// GORACE: without the test's atexit_sleep_ms=0 (as CI's race-detector
+	// run sets it) every process that exits 0 sleeps a second at its exit.
 	cmd.Env = append([]string{"RESOURCESERVER_TEST_MAIN=1", "GORACE=" + os.Getenv("GORACE")}, env...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -67,7 +67,7 @@ flags:
 	}{
 		{nil, []string{"nope"}, "resourceserver: unknown command \"nope\" (run 'resourceserver help')\n", 2},
 		{nil, []string{"serve", "extra"}, "resourceserver: serve takes 0 argument(s), got 1 (run 'resourceserver serve --help')\n", 2},
-		{nil, []string{"serve", "--metrics-addr", "nowhere"}, "resourceserver: invalid configuration: --metrics-addr (METRICS_ADDR) \"nowhere\": want host:port, :port or off\n", 2},
+		{nil, []string{"serve", "--metrics-addr", "nowhere", "--base-url", "http://api.test"}, "resourceserver: invalid configuration: --metrics-addr (METRICS_ADDR) \"nowhere\": want host:port, :port or off\n", 2},
 		{nil, []string{"healthcheck", "--url", "http://127.0.0.1:1/readyz"}, "resourceserver: healthcheck: probe http://127.0.0.1:1/readyz: Get \"http://127.0.0.1:1/readyz\": dial tcp 127.0.0.1:1: connect: connection refused\n", 1},
 	} {
 		stdout, stderr, code := execResourceserver(t, tc.env, tc.args...)

@@ -29,7 +29,7 @@ const defaultJWKSURL = "http://localhost:8080/.well-known/jwks.json"
 type config struct {
 	serveconfig.Config
 	JWKSURL string // --jwks-url, JWKS_URL
-	BaseURL string // --base-url, BASE_URL: public address written into the documentation
+	BaseURL string // --base-url, BASE_URL: the public base URL (DPoP proofs' htu, the documentation's links); required
 }
 
 // declareFlags binds serve's flags to cfg, with defaults from the
@@ -39,7 +39,7 @@ func (cfg *config) declareFlags(fs *flag.FlagSet, getenv func(string) string) (f
 	f := &cli.EnvFlags{FS: fs, Getenv: getenv}
 	cfg.Declare(f, defaults)
 	f.String(&cfg.JWKSURL, "jwks-url", "JWKS_URL", defaultJWKSURL, "the token service's JWKS")
-	f.String(&cfg.BaseURL, "base-url", "BASE_URL", "", "public base URL written into the documentation ({base_url}) and its links; empty: derived from each request")
+	f.String(&cfg.BaseURL, "base-url", "BASE_URL", "", "public base URL partners call (required): DPoP proofs' htu, and the documentation's {base_url} and links")
 	return func() error {
 		if err := f.Err(); err != nil {
 			return err
@@ -49,20 +49,18 @@ func (cfg *config) declareFlags(fs *flag.FlagSet, getenv func(string) string) (f
 	}
 }
 
-// Validate checks every setting and reports every problem at once. It
-// changes nothing: serve reads the parsed values (Trust) after it.
-func (c config) Validate() error {
-	errs := c.Problems()
+// problems are the resource server's own configuration problems, reported
+// with the shared ones (serveconfig.Config.Check).
+func (c config) problems() []error {
+	var errs []error
 	if u, err := url.Parse(c.JWKSURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		errs = append(errs, fmt.Errorf("--jwks-url (JWKS_URL) %q: want an absolute http or https URL", c.JWKSURL))
 	}
-	if c.BaseURL != "" {
-		if u, err := url.Parse(c.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			errs = append(errs, fmt.Errorf("--base-url (BASE_URL) %q: want an absolute http or https URL", c.BaseURL))
-		}
+	if c.BaseURL == "" {
+		// Issue 59 point 8: never the request's Host.
+		errs = append(errs, errors.New("--base-url (BASE_URL) is required: the public base URL partners call (e.g. https://api.example.com), which a DPoP proof's htu must name (RFC 9449 section 4.3) and the documentation's links use"))
+	} else if u, err := url.Parse(c.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		errs = append(errs, fmt.Errorf("--base-url (BASE_URL) %q: want an absolute http or https URL", c.BaseURL))
 	}
-	if len(errs) > 0 {
-		return fmt.Errorf("invalid configuration:\n%w", errors.Join(errs...))
-	}
-	return nil
+	return errs
 }

@@ -6,7 +6,7 @@
 //
 //	resourceserver serve [--addr :8081] [--metrics-addr 127.0.0.1:9081] [--jwks-url URL]
 //	                     [--issuer URL] [--audience A] [--trusted-proxies CIDRS]
-//	                     [--log-level LEVEL] [--base-url URL]
+//	                     [--log-level LEVEL] --base-url URL
 //	resourceserver healthcheck [--url http://127.0.0.1:PORT/readyz]
 //	resourceserver help, resourceserver COMMAND --help
 //
@@ -28,8 +28,8 @@
 //
 // GET /api/v1/me/ also admits a DPoP-bound token with Authorization: DPoP
 // and its proof (RFC 9449; package admission): the proof's htu is checked
-// against BASE_URL plus the path (or, without BASE_URL, the address the
-// request was sent to, forwarded headers only from TRUSTED_PROXIES), and
+// against BASE_URL plus the path, never the address the request names
+// (its Host or forwarded headers), so BASE_URL is required; and
 // DPOP_NONCES=true (--dpop-nonces) requires a server nonce shared with
 // every replica and the token service through Redis (package dpopnonce).
 //

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +19,7 @@ import (
 	"github.com/partnerapi/authplatform/pkg/logtest"
 	"github.com/partnerapi/authplatform/pkg/redisconn"
 	"github.com/partnerapi/authplatform/pkg/redistest"
+	"github.com/partnerapi/authplatform/pkg/testwait"
 )
 
 // getenvOf serves an environment from a map.
@@ -64,7 +66,7 @@ func TestRunServe(t *testing.T) {
 	var stdout, stderr logtest.Sink
 	done := make(chan error, 1)
 	go func() {
-		done <- run(runCtx, []string{"resourceserver", "serve", "--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--jwks-url", jwksSrv.URL + "/.well-known/jwks.json"},
+		done <- run(runCtx, []string{"resourceserver", "serve", "--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--jwks-url", jwksSrv.URL + "/.well-known/jwks.json", "--base-url", "http://api.test"},
 			getenvOf(map[string]string{"REDIS_URL": redis.URL(), "REDIS_KEY_PREFIX": prefix, "ISSUER": issuerURL, "LOG_LEVEL": "debug"}), &stdout, &stderr)
 	}()
 
@@ -160,7 +162,7 @@ func TestRunServeWithoutKeys(t *testing.T) {
 	var stdout, stderr logtest.Sink
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"resourceserver", "serve", "--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--jwks-url", deadURL},
+		done <- run(ctx, []string{"resourceserver", "serve", "--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--jwks-url", deadURL, "--base-url", "http://api.test"},
 			getenvOf(map[string]string{"REDIS_URL": redis.URL()}), &stdout, &stderr)
 	}()
 	base := waitListening(t, &stdout, done)
@@ -216,6 +218,10 @@ func TestRunErrors(t *testing.T) {
 		},
 		{"boolean variable, not a boolean", []string{"resourceserver", "serve"}, map[string]string{"REDIS_AUTOPIPELINE": "yes"},
 			[]string{`REDIS_AUTOPIPELINE="yes": want auto, true or false (or 1 or 0)`}},
+		// Issue 59 point 8: the public base URL is configuration, never a
+		// request's Host.
+		{"no public base URL", []string{"resourceserver", "serve"}, nil,
+			[]string{"--base-url (BASE_URL) is required: the public base URL partners call (e.g. https://api.example.com), which a DPoP proof's htu must name (RFC 9449 section 4.3)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -249,37 +255,35 @@ var listeningRE = regexp.MustCompile(`listening on (http://\S+)`)
 // waitListening waits for run to print its address.
 func waitListening(t *testing.T, stdout *logtest.Sink, done <-chan error) string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if m := listeningRE.FindStringSubmatch(stdout.String()); m != nil {
-			return m[1]
-		}
+	var base string
+	testwait.Eventually(t, 10*time.Second, "run printed its address", func() bool {
 		select {
 		case err := <-done:
 			t.Fatalf("run returned early: %v", err)
-		case <-time.After(10 * time.Millisecond):
+		default:
 		}
-	}
-	t.Fatal("run never printed its address")
-	return ""
+		if m := listeningRE.FindStringSubmatch(stdout.String()); m != nil {
+			base = m[1]
+		}
+		return base != ""
+	})
+	return base
 }
 
 // waitStatus polls url until it answers status.
 func waitStatus(t *testing.T, url string, status int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	last := 0
-	for time.Now().Before(deadline) {
+	testwait.Until(t, 10*time.Second, fmt.Sprintf("%s answers %d", url, status), func() error {
 		resp, err := http.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if last = resp.StatusCode; last == status {
-				return
-			}
+		if err != nil {
+			return err
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("%s: last status %d, want %d", url, last, status)
+		resp.Body.Close()
+		if resp.StatusCode != status {
+			return fmt.Errorf("status %d", resp.StatusCode)
+		}
+		return nil
+	})
 }
 
 // serve writes one stream of JSON records: go-redis's own lines (a failed
@@ -293,7 +297,7 @@ func TestRunServeOneLogStream(t *testing.T) {
 	var stdout, stderr logtest.Sink
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"resourceserver", "serve", "--addr", "127.0.0.1:0", "--metrics-addr", "off", "--jwks-url", deadURL},
+		done <- run(ctx, []string{"resourceserver", "serve", "--addr", "127.0.0.1:0", "--metrics-addr", "off", "--jwks-url", deadURL, "--base-url", "http://api.test"},
 			getenvOf(map[string]string{"REDIS_URL": "redis://" + freeAddr(t) + "/0"}), &stdout, &stderr)
 	}()
 	base := waitListening(t, &stdout, done)

@@ -8,14 +8,10 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/partnerapi/authplatform/pkg/admission"
 	"github.com/partnerapi/authplatform/pkg/cli"
-	"github.com/partnerapi/authplatform/pkg/clients"
-	"github.com/partnerapi/authplatform/pkg/dpopnonce"
-	"github.com/partnerapi/authplatform/pkg/heapfloor"
 	"github.com/partnerapi/authplatform/pkg/httpserver"
 	"github.com/partnerapi/authplatform/pkg/metrics"
-	"github.com/partnerapi/authplatform/pkg/redisconn"
+	"github.com/partnerapi/authplatform/pkg/serverruntime"
 	"github.com/partnerapi/authplatform/resourceserver/api"
 	"github.com/partnerapi/authplatform/resourceserver/apidocs"
 	"github.com/partnerapi/authplatform/resourceserver/jwks"
@@ -35,29 +31,19 @@ func serveCommand(fs *flag.FlagSet, env cli.Env) cli.Action {
 	}
 }
 
-// serve runs the resource server until ctx is cancelled. It starts even
+// serve runs the resource server until ctx is cancelled: the shared
+// runtime (package serverruntime) and what is the resource server's own,
+// the token service's JWKS, the withdrawn keys and the API. It starts even
 // when Redis or the JWKS cannot be reached yet: /readyz reports it and API
 // requests answer 503 until they can.
 func serve(ctx context.Context, cfg *config, env cli.Env) error {
-	if err := cfg.Validate(); err != nil {
-		return cli.AsUsage(err)
-	}
-	logger, closeLogs, err := cfg.Logger(env.Stderr)
+	m := metrics.NewResourceServer(metrics.New("resourceserver"))
+	rt, err := serverruntime.Open(ctx, cfg.Config, env, serverruntime.Options{Problems: cfg.problems(), Metrics: m.Metrics, Service: "resourceserver"})
 	if err != nil {
 		return err
 	}
-	defer closeLogs()
-	// The collector's heap goal kept at 20 MiB or more while serving,
-	// unless GOGC is set (package heapfloor).
-	defer heapfloor.Start(ctx, env.Getenv)()
-	m := metrics.NewResourceServer(metrics.New("resourceserver"))
-
-	rdb, err := redisconn.Open(cfg.RedisURL)
-	if err != nil {
-		return cli.AsUsage(err)
-	}
-	defer rdb.Close()
-	rdb.AddHook(m.RedisHook())
+	defer rt.Close()
+	logger := rt.Logger()
 
 	// The key cache lives until serve returns.
 	keysCtx, stopKeys := context.WithCancel(context.WithoutCancel(ctx))
@@ -78,31 +64,12 @@ func serve(ctx context.Context, cfg *config, env cli.Env) error {
 	// Withdrawn signing keys (authserver keys withdraw): refused from the
 	// moment the notice arrives, and the JWKS fetched again. The JWKS and
 	// the withdrawn kids are the server's key authority (keyAuthority).
-	withdrawals := watchWithdrawals(keysCtx, rdb, cfg.KeyPrefix, keys, logger)
+	withdrawals := watchWithdrawals(keysCtx, rt.Redis(), cfg.KeyPrefix, keys, logger)
 	defer withdrawals.Close()
 
 	docs, err := apidocs.New(cfg.BaseURL)
 	if err != nil {
 		return err
-	}
-	registry := clients.NewStore(rdb, cfg.KeyPrefix, nil)
-	pipelined := cfg.AutoPipeline.On()
-	if pipelined {
-		// The metrics hook for the pipelined scripts too: on a Cluster
-		// they run on clients of their own (redisconn.PrimaryPipes).
-		if err := registry.UseAutoPipeline(m.RedisHook()); err != nil {
-			return err
-		}
-		defer registry.Close()
-	}
-	var nonces admission.Nonces
-	if cfg.DPoPNonces {
-		shared, err := dpopnonce.SharedNonces(ctx, rdb, cfg.KeyPrefix)
-		if err != nil {
-			return err
-		}
-		go shared.Watch(keysCtx, logger)
-		nonces = shared
 	}
 	handler, err := api.NewServer(logger, api.Config{
 		Issuer:        cfg.Issuer,
@@ -110,25 +77,23 @@ func serve(ctx context.Context, cfg *config, env cli.Env) error {
 		Trust:         cfg.Trust(),
 		PublicBaseURL: cfg.BaseURL,
 	}, api.Deps{
-		Registry: registry,
-		Nonces:   nonces,
+		Registry: rt.Registry(),
+		Nonces:   rt.Nonces(),
 		Keys:     keyAuthority{jwks: keys, withdrawals: withdrawals},
 		Docs:     docs,
-		Ready:    func(ctx context.Context) error { return redisconn.Ready(ctx, rdb, time.Second) },
+		Ready:    rt.Ready,
 		Metrics:  m,
+		Tracing:  rt.Tracing(),
 	})
 	if err != nil {
 		return err
 	}
-
-	g := httpserver.NewGroup(logger, m.Metrics)
-	if err := cfg.Listen(g); err != nil {
+	if err := rt.Listen(ctx, handler); err != nil {
 		return err
 	}
-	g.Handle(httpserver.API, handler)
-	addr := g.Addr(httpserver.API)
+	addr := rt.Addr(httpserver.API)
 	logger.Info("listening", slog.String("addr", addr.String()), slog.String("jwks_url", cfg.JWKSURL),
-		slog.String("issuer", cfg.Issuer), slog.String("audience", cfg.Audience), slog.Bool("redis_autopipeline", pipelined))
+		slog.String("issuer", cfg.Issuer), slog.String("audience", cfg.Audience), slog.Bool("redis_autopipeline", rt.Pipelined()))
 	fmt.Fprintf(env.Stdout, "resourceserver listening on http://%s\n", addr)
-	return g.Serve(ctx)
+	return rt.Serve(ctx)
 }

@@ -139,7 +139,7 @@ func TestListClientsPages(t *testing.T) {
 	s.call(hc, "POST", "/admin/v1/orgs", map[string]any{"slug": "pages", "name": "Pages", "environment": "sandbox"})
 	var want []string
 	for range 5 {
-		a := s.call(hc, "POST", "/admin/v1/clients", map[string]any{"organization_slug": "pages", "name": "c", "audience": "pharma"})
+		a := s.call(hc, "POST", "/admin/v1/clients", map[string]any{"scopes": []string{}, "organization_slug": "pages", "name": "c", "audience": "pharma"})
 		want = append(want, a.json(t)["client_id"].(string))
 	}
 	slices.Sort(want)
@@ -283,7 +283,7 @@ func TestIdempotency(t *testing.T) {
 	s := newStack(t, options{})
 	_, _, hc := s.operator(false)
 	s.call(hc, "POST", "/admin/v1/orgs", map[string]any{"slug": "idem", "name": "Idem", "environment": "live"})
-	body := map[string]any{"organization_slug": "idem", "name": "EHR", "audience": "pharma"}
+	body := map[string]any{"organization_slug": "idem", "name": "EHR", "audience": "pharma", "scopes": []string{}}
 	key := "3f2b1c9e-4a6d-4e8f-9b0a-1c2d3e4f5a6b"
 	first := s.call(hc, "POST", "/admin/v1/clients", body, "Idempotency-Key", key)
 	second := s.call(hc, "POST", "/admin/v1/clients", body, "Idempotency-Key", `"`+key+`"`)
@@ -297,7 +297,7 @@ func TestIdempotency(t *testing.T) {
 	if n := strings.Count(string(list.Body), `"client_id"`); n != 1 {
 		t.Fatalf("%d clients after a retried create, want 1", n)
 	}
-	other := map[string]any{"organization_slug": "idem", "name": "Other", "audience": "pharma"}
+	other := map[string]any{"organization_slug": "idem", "name": "Other", "audience": "pharma", "scopes": []string{}}
 	if a := s.call(hc, "POST", "/admin/v1/clients", other, "Idempotency-Key", key); a.Status != 422 || a.json(t)["code"] != "idempotency_key_reused" {
 		t.Fatalf("key reused for another body: %d %s", a.Status, a.Body)
 	}
@@ -308,10 +308,10 @@ func TestIdempotency(t *testing.T) {
 	}
 	// A refused request frees its key for a corrected one.
 	k2 := "7d1e2f3a-0b4c-4d5e-8f6a-7b8c9d0e1f2a"
-	if a := s.call(hc, "POST", "/admin/v1/clients", map[string]any{"organization_slug": "idem", "name": "", "audience": "pharma"}, "Idempotency-Key", k2); a.Status != 400 {
+	if a := s.call(hc, "POST", "/admin/v1/clients", map[string]any{"scopes": []string{}, "organization_slug": "idem", "name": "", "audience": "pharma"}, "Idempotency-Key", k2); a.Status != 400 {
 		t.Fatalf("bad create: %d", a.Status)
 	}
-	if a := s.call(hc, "POST", "/admin/v1/clients", map[string]any{"organization_slug": "idem", "name": "Fixed", "audience": "pharma"}, "Idempotency-Key", k2); a.Status != 201 {
+	if a := s.call(hc, "POST", "/admin/v1/clients", map[string]any{"scopes": []string{}, "organization_slug": "idem", "name": "Fixed", "audience": "pharma"}, "Idempotency-Key", k2); a.Status != 201 {
 		t.Fatalf("corrected create with the same key: %d %s", a.Status, a.Body)
 	}
 	// A retried rotation rotates once.
@@ -354,7 +354,7 @@ func TestIdempotencyConcurrent(t *testing.T) {
 	s := newStack(t, options{})
 	_, _, hc := s.operator(false)
 	s.call(hc, "POST", "/admin/v1/orgs", map[string]any{"slug": "conc", "name": "Conc", "environment": "live"})
-	body := map[string]any{"organization_slug": "conc", "name": "EHR", "audience": "pharma"}
+	body := map[string]any{"organization_slug": "conc", "name": "EHR", "audience": "pharma", "scopes": []string{}}
 	var wg sync.WaitGroup
 	answers := make([]answer, 8)
 	for i := range answers {
@@ -397,7 +397,7 @@ func TestUnconfirmedWrites(t *testing.T) {
 		t.Fatalf("create org: %d %s", a.Status, a.Body)
 	}
 	key := "11111111-2222-4333-8444-555555555555"
-	a = s.call(hc, "POST", "/admin/v1/clients", map[string]any{"organization_slug": "unconf", "name": "EHR", "audience": "pharma"}, "Idempotency-Key", key)
+	a = s.call(hc, "POST", "/admin/v1/clients", map[string]any{"scopes": []string{}, "organization_slug": "unconf", "name": "EHR", "audience": "pharma"}, "Idempotency-Key", key)
 	v := a.json(t)
 	warning, _ := v["warning"].(string)
 	if a.Status != 202 || !secretRE.MatchString(fmt.Sprint(v["client_secret"])) ||
@@ -408,7 +408,7 @@ func TestUnconfirmedWrites(t *testing.T) {
 	if st := s.tokenStatus(id, secret); st != 200 {
 		t.Fatalf("the unconfirmed client's secret: %d", st)
 	}
-	again := s.call(hc, "POST", "/admin/v1/clients", map[string]any{"organization_slug": "unconf", "name": "EHR", "audience": "pharma"}, "Idempotency-Key", key)
+	again := s.call(hc, "POST", "/admin/v1/clients", map[string]any{"scopes": []string{}, "organization_slug": "unconf", "name": "EHR", "audience": "pharma"}, "Idempotency-Key", key)
 	if again.Status != 202 || string(again.Body) != string(a.Body) {
 		t.Fatalf("retry: %d %s", again.Status, again.Body)
 	}

@@ -102,6 +102,9 @@ func refusal(out admission.Outcome) *problem {
 		return unauthorized("the token is invalid or expired")
 	case admission.Revoked:
 		return unauthorized("the token's client is revoked or its secret was rotated")
+	case admission.WrongCertificate:
+		// RFC 8705 section 3.
+		return unauthorized("the token is bound to a client certificate: call over a connection that presents that certificate")
 	case admission.WrongAudience:
 		return newProblem(http.StatusForbidden, "insufficient_scope", "only operator clients call the admin API ('authserver operators create')").
 			with("WWW-Authenticate", challenge("insufficient_scope", clients.ScopeAdminRead))
@@ -121,7 +124,7 @@ func refusal(out admission.Outcome) *problem {
 // the scheme (429, 503).
 func dpopRefusal(out admission.Outcome) *problem {
 	switch out.Result {
-	case admission.MalformedToken, admission.Invalid, admission.Expired, admission.Revoked:
+	case admission.MalformedToken, admission.Invalid, admission.Expired, admission.Revoked, admission.WrongCertificate:
 		p := refusal(admission.Outcome{Result: out.Result})
 		return p.with("WWW-Authenticate", dpopChallenge("invalid_token", "", ""))
 	case admission.WrongAudience:

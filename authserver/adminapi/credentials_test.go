@@ -173,7 +173,7 @@ func TestUnconfirmedSecrets(t *testing.T) {
 	s := newStack(t, options{confirm: redisconn.Confirmation{Replicas: 2, Timeout: 50 * time.Millisecond}})
 	_, _, hc := s.operator(false)
 	s.call(hc, "POST", "/admin/v1/orgs", map[string]any{"slug": "unconf-sec", "name": "U", "environment": "live"})
-	c := s.call(hc, "POST", "/admin/v1/clients", map[string]any{"organization_slug": "unconf-sec", "name": "EHR", "audience": "pharma"}).json(t)
+	c := s.call(hc, "POST", "/admin/v1/clients", map[string]any{"scopes": []string{}, "organization_slug": "unconf-sec", "name": "EHR", "audience": "pharma"}).json(t)
 	id := c["client_id"].(string)
 	key := "22222222-3333-4444-8555-666666666666"
 	a := s.call(hc, "POST", "/admin/v1/clients/"+id+"/secrets", nil, "Idempotency-Key", key)
@@ -275,7 +275,7 @@ func TestKeyClient(t *testing.T) {
 // http (JWKS_URL_ALLOW_HTTP); https always fits.
 func TestJWKSURIPolicy(t *testing.T) {
 	body := func(uri string) map[string]any {
-		return map[string]any{"organization_slug": "uris", "name": "EHR", "audience": "pharma", "auth_method": "private_key_jwt", "jwks_uri": uri}
+		return map[string]any{"organization_slug": "uris", "name": "EHR", "audience": "pharma", "scopes": []string{}, "auth_method": "private_key_jwt", "jwks_uri": uri}
 	}
 	for _, allow := range []bool{false, true} {
 		s := newStack(t, options{jwksAllowHTTP: allow})
@@ -310,7 +310,7 @@ func TestJWKSURIAddresses(t *testing.T) {
 		s := newStack(t, options{jwksAllowPrivate: allow})
 		_, _, hc := s.operator(false)
 		s.call(hc, "POST", "/admin/v1/orgs", map[string]any{"slug": "addrs", "name": "Addresses", "environment": "live"})
-		a := s.call(hc, "POST", "/admin/v1/clients", map[string]any{"organization_slug": "addrs", "name": "EHR", "audience": "pharma",
+		a := s.call(hc, "POST", "/admin/v1/clients", map[string]any{"scopes": []string{}, "organization_slug": "addrs", "name": "EHR", "audience": "pharma",
 			"auth_method": "private_key_jwt", "jwks_uri": "https://partner.example/jwks.json"})
 		if a.Status != 201 {
 			t.Fatalf("a public host: %d %s", a.Status, a.Body)
@@ -322,7 +322,7 @@ func TestJWKSURIAddresses(t *testing.T) {
 			{"https://[64:ff9b::a9fe:a9fe]/jwks.json", "NAT64 of 169.254.169.254: link-local"},
 			{"https://100.64.0.1/jwks.json", "RFC 6598"},
 		} {
-			create := s.call(hc, "POST", "/admin/v1/clients", map[string]any{"organization_slug": "addrs", "name": "EHR", "audience": "pharma",
+			create := s.call(hc, "POST", "/admin/v1/clients", map[string]any{"scopes": []string{}, "organization_slug": "addrs", "name": "EHR", "audience": "pharma",
 				"auth_method": "private_key_jwt", "jwks_uri": c.uri})
 			rotate := s.call(hc, "PUT", fmt.Sprintf("/admin/v1/clients/%s/keys", id), map[string]any{"jwks_uri": c.uri})
 			for what, a := range map[string]answer{"create": create, "rotate": rotate} {
@@ -337,7 +337,7 @@ func TestJWKSURIAddresses(t *testing.T) {
 				}
 			}
 		}
-		if a := s.call(hc, "POST", "/admin/v1/clients", map[string]any{"organization_slug": "addrs", "name": "EHR", "audience": "pharma",
+		if a := s.call(hc, "POST", "/admin/v1/clients", map[string]any{"scopes": []string{}, "organization_slug": "addrs", "name": "EHR", "audience": "pharma",
 			"auth_method": "private_key_jwt", "jwks_uri": "https://nowhere.example/jwks.json"}); !allow && (a.Status != 400 || !strings.Contains(a.json(t)["detail"].(string), "does not resolve")) {
 			t.Errorf("a host that does not resolve: %d %s", a.Status, a.Body)
 		}
@@ -361,7 +361,7 @@ func TestKeyProblems(t *testing.T) {
 	bad := map[string]any{"keys": []any{privJWK, noKid.PublicJWK(t), good.PublicJWK(t), good.PublicJWK(t),
 		map[string]any{"kty": "oct", "kid": "hmac", "k": "c2VjcmV0"}}}
 	create := func(extra map[string]any) map[string]any {
-		b := map[string]any{"organization_slug": "badkeys", "name": "EHR", "audience": "pharma"}
+		b := map[string]any{"organization_slug": "badkeys", "name": "EHR", "audience": "pharma", "scopes": []string{}}
 		for k, v := range extra {
 			b[k] = v
 		}
@@ -404,7 +404,7 @@ func TestKeyProblems(t *testing.T) {
 		{"empty set", "POST", "/admin/v1/clients", create(map[string]any{"auth_method": "private_key_jwt", "jwks": map[string]any{"keys": []any{}}}), 400, "invalid_input", "0 keys: give 1 to 10"},
 		{"not a set", "POST", "/admin/v1/clients", create(map[string]any{"auth_method": "private_key_jwt", "jwks": []any{}}), 400, "invalid_request", `"jwks" must be a JWK set object`},
 		{"keys for a secret client", "POST", "/admin/v1/clients", create(map[string]any{"jwks": publicSet(t, good)}), 400, "invalid_request", "jwks and jwks_uri are for auth_method"},
-		{"unknown method", "POST", "/admin/v1/clients", create(map[string]any{"auth_method": "tls_client_auth"}), 400, "invalid_request", `auth_method "tls_client_auth"`},
+		{"unknown method", "POST", "/admin/v1/clients", create(map[string]any{"auth_method": "tls"}), 400, "invalid_request", `auth_method "tls"`},
 		{"relative uri", "POST", "/admin/v1/clients", create(map[string]any{"auth_method": "private_key_jwt", "jwks_uri": "/jwks.json"}), 400, "invalid_input", "not an absolute URL"},
 		{"rotate without keys", "PUT", "/admin/v1/clients/" + keyed + "/keys", map[string]any{}, 400, "invalid_input", "needs a JWK set or a jwks_uri"},
 		{"rotate with no body", "PUT", "/admin/v1/clients/" + keyed + "/keys", nil, 400, "invalid_request", "a JSON object body is required"},
@@ -434,7 +434,7 @@ func TestCredentialWritesNeedWrite(t *testing.T) {
 		method, path string
 		body         any
 	}{
-		{"POST", "/admin/v1/clients", map[string]any{"organization_slug": "readonly", "name": "x", "audience": "pharma", "auth_method": "private_key_jwt", "jwks": publicSet(t, k)}},
+		{"POST", "/admin/v1/clients", map[string]any{"scopes": []string{}, "organization_slug": "readonly", "name": "x", "audience": "pharma", "auth_method": "private_key_jwt", "jwks": publicSet(t, k)}},
 		{"POST", "/admin/v1/clients/" + id + "/secrets", nil},
 		{"DELETE", "/admin/v1/clients/" + id + "/secrets/1", nil},
 		{"PUT", "/admin/v1/clients/" + id + "/keys", map[string]any{"jwks": publicSet(t, k)}},
@@ -460,7 +460,7 @@ func TestCredentialWritesNeedWrite(t *testing.T) {
 func (s *stack) newClient(hc *http.Client, org string) (string, string) {
 	s.t.Helper()
 	s.call(hc, "POST", "/admin/v1/orgs", map[string]any{"slug": org, "name": "Org " + org, "environment": "live"})
-	a := s.call(hc, "POST", "/admin/v1/clients", map[string]any{"organization_slug": org, "name": "EHR", "audience": "pharma"})
+	a := s.call(hc, "POST", "/admin/v1/clients", map[string]any{"scopes": []string{}, "organization_slug": org, "name": "EHR", "audience": "pharma"})
 	if a.Status != 201 {
 		s.t.Fatalf("create client: %d %s", a.Status, a.Body)
 	}
@@ -532,4 +532,56 @@ func (s *stack) activeByAssertion(k assertiontest.Key, id, token string) bool {
 		s.t.Fatalf("introspection: %d %s", status, body)
 	}
 	return v.Active
+}
+
+// TestPutDeleteIdempotent: a PUT or a DELETE sent again with its
+// Idempotency-Key replays its first answer (Idempotent-Replayed), so a
+// retried retire answers what the first did rather than 404, and the admin
+// audit marks the replay; the same key for another body is 422.
+func TestPutDeleteIdempotent(t *testing.T) {
+	s := newStack(t, options{})
+	_, _, hc := s.operator(false)
+	id, _ := s.newClient(hc, "idem-put")
+	if a := s.call(hc, "POST", "/admin/v1/clients/"+id+"/secrets", nil); a.Status != 201 {
+		t.Fatalf("add a secret: %d %s", a.Status, a.Body)
+	}
+	key := "5d4c3b2a-1f0e-4d9c-8b7a-6f5e4d3c2b1a"
+	first := s.call(hc, "DELETE", "/admin/v1/clients/"+id+"/secrets/1", nil, "Idempotency-Key", key)
+	second := s.call(hc, "DELETE", "/admin/v1/clients/"+id+"/secrets/1", nil, "Idempotency-Key", key)
+	if first.Status != 200 || second.Status != 200 || string(first.Body) != string(second.Body) ||
+		first.Header.Get("Idempotent-Replayed") != "" || second.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("retire and its retry: %d %s / %d %v %s", first.Status, first.Body, second.Status, second.Header, second.Body)
+	}
+	if a := s.call(hc, "DELETE", "/admin/v1/clients/"+id+"/secrets/1", nil); a.Status == 200 {
+		t.Fatalf("a retire without the key: %d %s, want a refusal (retired already)", a.Status, a.Body)
+	}
+	k2 := "6e5d4c3b-2a1f-4e0d-9c8b-7a6f5e4d3c2b"
+	limit := map[string]any{"rate_limit_per_minute": 77}
+	p1 := s.call(hc, "PUT", "/admin/v1/clients/"+id+"/rate-limit", limit, "Idempotency-Key", k2)
+	p2 := s.call(hc, "PUT", "/admin/v1/clients/"+id+"/rate-limit", limit, "Idempotency-Key", k2)
+	if p1.Status != 200 || string(p1.Body) != string(p2.Body) || p2.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("set a limit and its retry: %d %s / %d %v %s", p1.Status, p1.Body, p2.Status, p2.Header, p2.Body)
+	}
+	if a := s.call(hc, "PUT", "/admin/v1/clients/"+id+"/rate-limit", map[string]any{"rate_limit_per_minute": 78}, "Idempotency-Key", k2); a.Status != 422 || a.json(t)["code"] != "idempotency_key_reused" {
+		t.Fatalf("the key for another limit: %d %s", a.Status, a.Body)
+	}
+	audit := s.call(hc, "GET", "/admin/v1/audit?limit=10", nil)
+	var page struct {
+		Items []struct {
+			Method   string `json:"method"`
+			Replayed bool   `json:"replayed"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal(audit.Body, &page); err != nil {
+		t.Fatal(err)
+	}
+	replays := map[string]int{}
+	for _, e := range page.Items {
+		if e.Replayed {
+			replays[e.Method]++
+		}
+	}
+	if replays["PUT"] != 1 || replays["DELETE"] != 1 {
+		t.Fatalf("replays in the admin audit: %v\n%s", replays, audit.Body)
+	}
 }

@@ -14,12 +14,16 @@
 // (RFC 6750 section 3.1: 403 insufficient_scope otherwise).
 //
 // Errors are RFC 9457 problem details (application/problem+json) written
-// in one place (problem.go). Every call, answered or refused after
+// in one place (problem.go): a refusal in the words of its own type
+// (clients.Error.Public), a known outage of Redis 503 with Retry-After,
+// anything else 500 internal, its cause logged with the request id and
+// never answered. Every call, answered or refused after
 // authentication, is recorded in the admin audit stream with the operator
-// client id, the request id and the caller's address (audit.go). POSTs
-// take an Idempotency-Key (draft-ietf-httpapi-idempotency-key-header): a
-// retry with the same key and body replays the first answer, secret
-// included, for 24 hours (idempotency.go says how the secret is kept).
+// client id, the request id and the caller's address (audit.go). Changes
+// (POST, PUT, DELETE) take an Idempotency-Key
+// (draft-ietf-httpapi-idempotency-key-header): a retry with the same key
+// and body replays the first answer, secret included, for 24 hours
+// (idempotency.go says how the secret is kept).
 //
 // The operations themselves are package operations', shared with the
 // command line; this package parses, authorizes, audits and answers. The

@@ -136,7 +136,7 @@ func TestDPoPOperatorCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	documented := doc.Components.Responses["Unauthorized"].Headers["WWW-Authenticate"].Examples
-	const algs = `algs="ES256 ES384 RS256 PS256 EdDSA"`
+	const algs = `algs="ES256 ES384 RS256 PS256 EdDSA Ed25519"`
 	for _, c := range []struct {
 		name, scheme string
 		key          *dpoptest.Key

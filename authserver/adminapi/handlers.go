@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"regexp"
 	"strconv"
+	"strings"
 
 	"github.com/partnerapi/authplatform/authserver/operations"
 	"github.com/partnerapi/authplatform/pkg/clients"
@@ -62,7 +63,7 @@ func pageQuery(q url.Values, valid func(string) bool) (limit int, cursor string,
 	if v := q.Get("cursor"); v != "" {
 		raw, derr := base64.RawURLEncoding.DecodeString(v)
 		if derr != nil || len(raw) == 0 || !valid(string(raw)) {
-			return 0, "", invalid("cursor is not one this API gave")
+			return 0, "", errForeignCursor()
 		}
 		cursor = string(raw)
 	}
@@ -72,6 +73,9 @@ func pageQuery(q url.Values, valid func(string) bool) (limit int, cursor string,
 // streamID is the form of a Redis stream entry id (the admin audit's
 // cursor).
 var streamID = regexp.MustCompile(`^[0-9]{1,20}-[0-9]{1,20}$`)
+
+// errForeignCursor answers a cursor this API did not give.
+func errForeignCursor() *problem { return invalid("cursor is not one this API gave") }
 
 func nextCursor(last string) string { return base64.RawURLEncoding.EncodeToString([]byte(last)) }
 
@@ -120,6 +124,11 @@ func (s *Server) handleListClients(ctx context.Context, r *http.Request, _ []byt
 		return 0, nil, err
 	}
 	p, err := s.deps.Ops.ListClientPage(ctx, q.Get("org"), after, limit)
+	if errors.Is(err, clients.ErrUnknownAfter) {
+		// Well-formed, but naming no client of this listing: no page of
+		// it ended there.
+		return 0, nil, errForeignCursor()
+	}
 	if err != nil {
 		return 0, nil, err
 	}
@@ -136,10 +145,13 @@ type createClientRequest struct {
 	Audience           string   `json:"audience"`
 	Scopes             []string `json:"scopes"`
 	RateLimitPerMinute *int64   `json:"rate_limit_per_minute"`
-	// AuthMethod is clients.AuthClientSecret (the default) or
-	// clients.AuthPrivateKeyJWT, with keys in JWKS or JWKSURI.
+	// AuthMethod is clients.AuthClientSecret (the default),
+	// clients.AuthPrivateKeyJWT or clients.AuthSelfSignedTLSClient, with
+	// keys in JWKS or JWKSURI, or clients.AuthTLSClient, with one subject
+	// (RFC 8705 section 2.1.2).
 	AuthMethod string `json:"auth_method"`
 	keysRequest
+	tlsSubjectRequest
 	// DPoPBound is the client metadata dpop_bound_access_tokens (RFC 9449
 	// section 5.2): the client gets DPoP-bound tokens only.
 	DPoPBound bool `json:"dpop_bound_access_tokens"`
@@ -153,6 +165,34 @@ type keysRequest struct {
 }
 
 func (k keysRequest) given() bool { return len(k.JWKS) > 0 || k.JWKSURI != "" }
+
+// tlsSubjectRequest is a tls_client_auth client's certificate name: one of
+// RFC 8705 section 2.1.2's registration parameters.
+type tlsSubjectRequest struct {
+	SubjectDN string `json:"tls_client_auth_subject_dn"`
+	SANDNS    string `json:"tls_client_auth_san_dns"`
+	SANURI    string `json:"tls_client_auth_san_uri"`
+	SANIP     string `json:"tls_client_auth_san_ip"`
+	SANEmail  string `json:"tls_client_auth_san_email"`
+}
+
+// subject is the one subject given (nil: none), or the problem of more
+// than one.
+func (t tlsSubjectRequest) subject() (*clients.TLSSubject, error) {
+	var given []clients.TLSSubject
+	for i, v := range []string{t.SubjectDN, t.SANDNS, t.SANURI, t.SANIP, t.SANEmail} {
+		if v != "" {
+			given = append(given, clients.TLSSubject{Kind: clients.SubjectKinds[i], Value: v})
+		}
+	}
+	switch len(given) {
+	case 0:
+		return nil, nil
+	case 1:
+		return &given[0], nil
+	}
+	return nil, invalid(fmt.Sprintf("give one of %s, not %d (RFC 8705 section 2.1.2)", strings.Join(clients.SubjectKinds, ", "), len(given)))
+}
 
 // source checks the shape (jwks must be a JSON object); the keys
 // themselves are checked by clients.ClientKeySource.Validate, which lists
@@ -185,22 +225,34 @@ func (s *Server) handleCreateClient(ctx context.Context, r *http.Request, body [
 		}
 		spec.RateLimitPerMinute = *req.RateLimitPerMinute
 	}
+	sub, err := req.subject()
+	if err != nil {
+		return 0, nil, err
+	}
 	switch req.AuthMethod {
 	case "", clients.AuthClientSecret:
 		if req.given() {
-			return 0, nil, invalid("jwks and jwks_uri are for auth_method \"" + clients.AuthPrivateKeyJWT + "\"")
+			return 0, nil, invalid("jwks and jwks_uri are for auth_method \"" + clients.AuthPrivateKeyJWT + "\" or \"" + clients.AuthSelfSignedTLSClient + "\"")
 		}
-	case clients.AuthPrivateKeyJWT:
-		src, err := req.source(s.cfg.JWKSAllowHTTP)
-		if err != nil {
-			return 0, nil, err
+		if sub != nil {
+			return 0, nil, invalid(sub.Kind + " is for auth_method \"" + clients.AuthTLSClient + "\"")
 		}
-		spec.Keys = &src
+	case clients.AuthPrivateKeyJWT, clients.AuthSelfSignedTLSClient, clients.AuthTLSClient:
+		// The registry lists every problem of the method and what it
+		// needs at once (clients.ClientSpec.Validate).
+		spec.AuthMethod, spec.TLSSubject = req.AuthMethod, sub
+		if req.given() {
+			src, err := req.source(s.cfg.JWKSAllowHTTP)
+			if err != nil {
+				return 0, nil, err
+			}
+			spec.Keys = &src
+		}
 	default:
-		return 0, nil, invalid(fmt.Sprintf("auth_method %q: must be %q or %q", req.AuthMethod, clients.AuthClientSecret, clients.AuthPrivateKeyJWT))
+		return 0, nil, invalid(fmt.Sprintf("auth_method %q: must be one of %s", req.AuthMethod, strings.Join(clients.AuthMethods, ", ")))
 	}
 	c, err := s.deps.Ops.CreateClient(ctx, spec)
-	if spec.Keys != nil {
+	if spec.Method() != clients.AuthClientSecret {
 		// No secret: the client signs its assertions (RFC 7523 section 2.2).
 		if err != nil && (!errors.Is(err, clients.ErrNotReplicated) || c.ID == "") {
 			return 0, nil, err
@@ -289,7 +341,7 @@ func (s *Server) handleRetireSecret(ctx context.Context, r *http.Request, body [
 	id, raw := r.PathValue("client_id"), r.PathValue("secret_id")
 	sid, perr := strconv.ParseInt(raw, 10, 64)
 	if perr != nil || sid < 1 {
-		return 0, nil, fmt.Errorf("client %s has no secret %q: %w", id, raw, clients.ErrNotFound)
+		return 0, nil, clients.NotFoundf("client %s has no secret %q", id, raw)
 	}
 	return changed(s.deps.Ops.RetireSecret(ctx, id, sid))
 }
@@ -360,9 +412,27 @@ func (s *Server) handleSetDPoPBound(ctx context.Context, r *http.Request, body [
 	return changed(s.deps.Ops.SetDPoPBound(ctx, r.PathValue("client_id"), *req.DPoPBound))
 }
 
+// handleClientAudit answers a client's trail, oldest first: every entry,
+// or with limit or cursor a page of them (limit default 100) and the
+// next page's cursor; of one operator client with operator.
 func (s *Server) handleClientAudit(ctx context.Context, r *http.Request, _ []byte) (int, any, error) {
-	entries, err := s.deps.Ops.ClientAudit(ctx, r.PathValue("client_id"))
-	return http.StatusOK, list[operations.AuditEntry]{Items: operations.AuditEntriesOf(entries)}, err
+	q := r.URL.Query()
+	limit, after, err := pageQuery(q, operations.ValidAuditMark)
+	if err != nil {
+		return 0, nil, err
+	}
+	if !q.Has("limit") && !q.Has("cursor") {
+		limit = 0 // the whole trail, as before pages
+	}
+	p, err := s.deps.Ops.ClientAuditPage(ctx, r.PathValue("client_id"), q.Get("operator"), after, limit)
+	if err != nil {
+		return 0, nil, err
+	}
+	out := page[operations.AuditEntry]{Items: operations.AuditEntriesOf(p.Records)}
+	if p.More {
+		out.NextCursor = nextCursor(operations.AuditMark(p.Records[len(p.Records)-1]))
+	}
+	return http.StatusOK, out, nil
 }
 
 // keys is the signing key state this replica serves.
@@ -396,32 +466,44 @@ func (s *Server) handleWithdrawKey(ctx context.Context, r *http.Request, body []
 		return 0, nil, err
 	}
 	kid := r.PathValue("kid")
-	if !s.published(kid) {
-		return 0, nil, fmt.Errorf("key %q: %w", kid, clients.ErrNotFound)
-	}
-	v, err := s.deps.Ops.WithdrawKey(ctx, kid, s.deps.Keys.SigningKeyID())
+	v, err := s.deps.Ops.WithdrawKey(ctx, kid, s.deps.Keys)
 	if v == 0 {
 		return 0, nil, err
 	}
 	w := withdrawal{Withdrawn: kid, Version: v,
 		Note: "every server refuses the key's tokens within seconds; remove it from the key files too ('authserver keys withdraw --file FILE " + kid + "', harmless to run again)"}
+	var unconfirmed *keywithdrawal.NotReplicatedError
+	var unnotified *keywithdrawal.NotifyError
 	switch {
-	case errors.Is(err, keywithdrawal.ErrNotReplicated):
-		err = fmt.Errorf("%w: %w", clients.ErrNotReplicated, err)
-	case err != nil: // recorded, but the notification failed: servers see it at their next poll
-		w.Note = err.Error() + "; " + w.Note
+	case errors.As(err, &unconfirmed):
+		err = unconfirmedWithdrawal{unconfirmed}
+	case errors.As(err, &unnotified): // recorded: servers see it at their next poll
+		s.log.WarnContext(ctx, "admin api: key withdrawn, its notification not sent", "kid", kid, "err", err)
+		w.Note = unnotified.Public() + "; " + w.Note
 		err = nil
+	case err != nil:
+		return 0, nil, err
 	}
 	return http.StatusOK, w, err
 }
 
-func (s *Server) published(kid string) bool {
-	for _, k := range s.deps.Keys.PublishedKeyIDs() {
-		if k == kid {
-			return true
-		}
-	}
-	return false
+// unconfirmedWithdrawal is a withdrawal the replicas did not confirm, as a
+// change of the registry's that they did not (errors.Is(err,
+// clients.ErrNotReplicated) holds): answered 202 with a warning.
+type unconfirmedWithdrawal struct {
+	*keywithdrawal.NotReplicatedError
+}
+
+func (u unconfirmedWithdrawal) Error() string { return u.Public() }
+
+// Public is the warning: what the replicas said of the withdrawal.
+func (u unconfirmedWithdrawal) Public() string {
+	return clients.ErrNotReplicated.Error() + ": " + u.NotReplicatedError.Public()
+}
+
+// Unwrap makes errors.Is hold for both packages' ErrNotReplicated.
+func (u unconfirmedWithdrawal) Unwrap() []error {
+	return []error{clients.ErrNotReplicated, u.NotReplicatedError}
 }
 
 type seeded struct {

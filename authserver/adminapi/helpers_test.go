@@ -3,6 +3,7 @@ package adminapi_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"io"
@@ -26,6 +27,8 @@ import (
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/jwksuri"
 	"github.com/partnerapi/authplatform/pkg/keywithdrawal"
+	"github.com/partnerapi/authplatform/pkg/logging"
+	"github.com/partnerapi/authplatform/pkg/logtest"
 	"github.com/partnerapi/authplatform/pkg/redisconn"
 	"github.com/partnerapi/authplatform/pkg/redistest"
 	"github.com/partnerapi/authplatform/pkg/signingkeys"
@@ -53,6 +56,16 @@ type options struct {
 	jwksAllowHTTP bool
 	// jwksAllowPrivate is the operations' JWKS.AllowPrivate.
 	jwksAllowPrivate bool
+	// logs, when not nil, receives the admin API's log (JSON records).
+	logs *logtest.Sink
+	// redis, when not nil, is the Redis of the admin API's registry,
+	// withdrawals, idempotency records and audit stream; the token service
+	// and the admission of operators keep the test Redis (so a test can
+	// stop this one and still be admitted).
+	redis redis.UniversalClient
+	// mtls serves the token service and the admin API over TLS, asking
+	// for client certificates (mtls_test.go).
+	mtls bool
 }
 
 // partnerHosts resolves the jwks_uri hosts of the tests: partner.example
@@ -94,13 +107,31 @@ func newStack(t *testing.T, opt options) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	adminStore := clients.NewStore(rdb, prefix, nil)
+	adminRedis := rdb
+	if opt.redis != nil {
+		adminRedis = opt.redis
+	}
+	adminStore := clients.NewStore(adminRedis, prefix, nil)
 	adminStore.ConfirmWrites(opt.confirm)
-	withdrawals := keywithdrawal.NewStore(rdb, prefix)
+	withdrawals := keywithdrawal.NewStore(adminRedis, prefix)
 	withdrawals.ConfirmWrites(opt.confirm)
-	adm, err := adminapi.NewServer(slog.New(slog.DiscardHandler), adminapi.Config{KeyPrefix: prefix, JWKSAllowHTTP: opt.jwksAllowHTTP},
+	logger := slog.New(slog.DiscardHandler)
+	if opt.logs != nil {
+		// As the command logs: JSON records with the request id.
+		if logger, err = logging.New(opt.logs, "debug"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The admin API's public base URL is its listener's (a DPoP proof's
+	// htu names it): the listener is open before the handler is built.
+	adminSrv := httptest.NewUnstartedServer(nil)
+	scheme := "http://"
+	if opt.mtls {
+		scheme = "https://"
+	}
+	adm, err := adminapi.NewServer(logger, adminapi.Config{KeyPrefix: prefix, JWKSAllowHTTP: opt.jwksAllowHTTP, PublicBaseURL: scheme + adminSrv.Listener.Addr().String()},
 		adminapi.Deps{Ops: &operations.Service{Registry: adminStore, Withdrawals: withdrawals,
-			JWKS: jwksuri.Policy{AllowHTTP: opt.jwksAllowHTTP, AllowPrivate: opt.jwksAllowPrivate, Resolver: partnerHosts{}}}, Tokens: verifier, Admit: store, Keys: authority, Redis: rdb})
+			JWKS: jwksuri.Policy{AllowHTTP: opt.jwksAllowHTTP, AllowPrivate: opt.jwksAllowPrivate, Resolver: partnerHosts{}}}, Tokens: verifier, Admit: store, Keys: authority, Redis: adminRedis})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +139,18 @@ func newStack(t *testing.T, opt options) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &stack{t: t, store: store, tokens: httptest.NewServer(tok), admin: httptest.NewServer(adm), doc: doc, prefix: prefix, rdb: rdb}
+	adminSrv.Config.Handler = adm
+	tokSrv := httptest.NewUnstartedServer(tok)
+	if opt.mtls {
+		for _, srv := range []*httptest.Server{adminSrv, tokSrv} {
+			srv.TLS = &tls.Config{ClientAuth: tls.RequestClientCert}
+			srv.StartTLS()
+		}
+	} else {
+		adminSrv.Start()
+		tokSrv.Start()
+	}
+	s := &stack{t: t, store: store, tokens: tokSrv, admin: adminSrv, doc: doc, prefix: prefix, rdb: rdb}
 	t.Cleanup(s.tokens.Close)
 	t.Cleanup(s.admin.Close)
 	return s

@@ -18,8 +18,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// IdempotencyKeyHeader carries a client-chosen key that makes a POST safe
-// to retry (draft-ietf-httpapi-idempotency-key-header).
+// IdempotencyKeyHeader carries a client-chosen key that makes a change
+// (POST, PUT or DELETE) safe to retry
+// (draft-ietf-httpapi-idempotency-key-header): the console's forms send one
+// each, so a resubmitted form never makes a second change.
 const IdempotencyKeyHeader = "Idempotency-Key"
 
 // IdempotencyTTL is how long a key's first answer is replayed.
@@ -38,7 +40,7 @@ const (
 )
 
 // idempotency keeps, per operator and Idempotency-Key, the first answer of
-// a POST, so that a retry after a timeout or an unconfirmed write gets the
+// a change (POST, PUT or DELETE), so that a retry after a timeout or an unconfirmed write gets the
 // same answer instead of a second client or a second rotation.
 //
 // The record is one Redis key, {idem:H}, H being the first 128 bits of
@@ -215,7 +217,7 @@ func (s *idempotency) release(ctx context.Context, operatorID, key string) error
 // ReplayedHeader marks an answer replayed for an Idempotency-Key.
 const ReplayedHeader = "Idempotent-Replayed"
 
-// idempotent runs a POST under its Idempotency-Key and returns the status
+// idempotent runs a change under its Idempotency-Key and returns the status
 // answered (negative for a replay, so the audit marks it).
 func (s *Server) idempotent(ctx context.Context, w http.ResponseWriter, r *http.Request, op *operator, body []byte, handle handlerFunc) int {
 	key, p := parseIdempotencyKey(r.Header.Get(IdempotencyKeyHeader))
@@ -226,7 +228,7 @@ func (s *Server) idempotent(ctx context.Context, w http.ResponseWriter, r *http.
 	fp := fingerprint(r, body)
 	replay, p, err := s.idem.begin(ctx, op.ClientID, key, fp)
 	if err != nil {
-		p := newProblem(http.StatusServiceUnavailable, "unavailable", "the registry is unavailable; retry after Retry-After seconds").with("Retry-After", "5")
+		p := problemOf(err) // Redis down: 503; a record that does not read: 500
 		writeProblem(w, r, s.log, p, err)
 		return p.Status
 	}
@@ -239,7 +241,7 @@ func (s *Server) idempotent(ctx context.Context, w http.ResponseWriter, r *http.
 		if replay.Location != "" {
 			w.Header().Set("Location", replay.Location)
 		}
-		writeRaw(w, replay.Status, "application/json", replay.Body)
+		results.WriteBody(w, replay.Status, nil, replay.Body)
 		return -replay.Status
 	}
 	status, v, err := handle(ctx, r, body)
@@ -259,6 +261,6 @@ func (s *Server) idempotent(ctx context.Context, w http.ResponseWriter, r *http.
 	if a.location != "" {
 		w.Header().Set("Location", a.location)
 	}
-	writeRaw(w, a.status, "application/json", a.body)
+	results.WriteBody(w, a.status, nil, a.body)
 	return a.status
 }

@@ -1,15 +1,14 @@
 package adminapi
 
 import (
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
-	"strconv"
-	"strings"
 
 	"github.com/partnerapi/authplatform/authserver/operations"
 	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/httpserver"
+	"github.com/partnerapi/authplatform/pkg/keywithdrawal"
 	"github.com/partnerapi/authplatform/pkg/logging"
 	"github.com/partnerapi/authplatform/pkg/redisconn"
 )
@@ -49,6 +48,9 @@ var (
 	errMediaType     = func() *problem {
 		return newProblem(http.StatusUnsupportedMediaType, "unsupported_media_type", "the body must be a JSON object (Content-Type: application/json)")
 	}
+	// errInternal answers an unknown error: what went wrong is logged,
+	// never answered.
+	errInternal = func() *problem { return newProblem(http.StatusInternalServerError, "internal", "internal error") }
 )
 
 func invalid(detail string) *problem {
@@ -56,30 +58,45 @@ func invalid(detail string) *problem {
 }
 
 // problemOf maps an error to the problem answered, in one place: the
-// registry's and the operations' errors by identity, anything else (Redis
-// down) a 503 whose detail never echoes the internal error.
+// registry's and the operations' refusals by their kind, in their own
+// public words (clients.Error.Public); a known outage of Redis (the
+// registry's, clients.IsUnavailable; any other of the Redis calls here,
+// redisconn.Unreachable; replicas that did not confirm a change which has
+// nothing to show) 503 with Retry-After; anything else 500, its cause in
+// the log only (writeProblem), never in the answer.
 func problemOf(err error) *problem {
 	var p *problem
+	var refusal *clients.Error
 	switch {
 	case errors.As(err, &p):
 		return p
-	case errors.Is(err, operations.ErrSigningKey):
-		return newProblem(http.StatusConflict, "signing_key", err.Error())
-	case errors.Is(err, clients.ErrInvalid):
-		return newProblem(http.StatusBadRequest, "invalid_input", err.Error())
-	case errors.Is(err, clients.ErrNotFound):
-		return newProblem(http.StatusNotFound, "not_found", err.Error())
-	case errors.Is(err, clients.ErrExists):
-		return newProblem(http.StatusConflict, "exists", err.Error())
-	case errors.Is(err, clients.ErrConflict):
-		return newProblem(http.StatusConflict, "conflict", strings.TrimPrefix(err.Error(), clients.ErrConflict.Error()+": "))
-	case errors.Is(err, clients.ErrRevoked):
-		return newProblem(http.StatusConflict, "revoked", err.Error()+": a revoked client cannot be changed")
+	case errors.As(err, &refusal):
+		return refusalProblem(refusal)
 	case errors.Is(err, redisconn.ErrPrimaryMoved):
 		return newProblem(http.StatusServiceUnavailable, "failover", "the Redis primary moved during the change and a second try failed; retry after Retry-After seconds").with("Retry-After", "5")
-	default:
+	case clients.IsUnavailable(err) || redisconn.Unreachable(err) || errors.Is(err, clients.ErrNotReplicated) || errors.Is(err, keywithdrawal.ErrNotReplicated):
 		return newProblem(http.StatusServiceUnavailable, "unavailable", "the registry is unavailable; retry after Retry-After seconds").with("Retry-After", "5")
+	default:
+		return errInternal()
 	}
+}
+
+// refusalProblem is the problem of a refusal, by its kind.
+func refusalProblem(r *clients.Error) *problem {
+	status, code := http.StatusBadRequest, "invalid_input"
+	switch {
+	case error(r) == operations.ErrSigningKey:
+		status, code = http.StatusConflict, "signing_key"
+	case r.Kind == clients.ErrNotFound:
+		status, code = http.StatusNotFound, "not_found"
+	case r.Kind == clients.ErrExists:
+		status, code = http.StatusConflict, "exists"
+	case r.Kind == clients.ErrConflict:
+		status, code = http.StatusConflict, "conflict"
+	case r.Kind == clients.ErrRevoked:
+		status, code = http.StatusConflict, "revoked"
+	}
+	return newProblem(status, code, r.Public())
 }
 
 // writeProblem answers p; 5xx causes are logged (never sent).
@@ -88,26 +105,17 @@ func writeProblem(w http.ResponseWriter, r *http.Request, log *slog.Logger, p *p
 		log.ErrorContext(r.Context(), "admin api", "status", p.Status, "err", cause)
 	}
 	p.RequestID = logging.RequestID(r.Context())
-	for k, v := range p.header {
-		w.Header()[k] = v
-	}
-	writeBody(w, p.Status, "application/problem+json", p)
+	problems.Write(w, p.Status, p.header, p)
 }
 
-func writeBody(w http.ResponseWriter, status int, contentType string, v any) {
-	body, err := json.Marshal(v)
-	if err != nil { // our own types: cannot happen
-		status, body = http.StatusInternalServerError, []byte(`{"type":"about:blank","title":"Internal Server Error","status":500,"detail":"internal error","code":"internal"}`)
-		contentType = "application/problem+json"
-	}
-	writeRaw(w, status, contentType, body)
-}
-
-func writeRaw(w http.ResponseWriter, status int, contentType string, body []byte) {
-	h := w.Header()
-	h.Set("Content-Type", contentType)
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	h.Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
-}
+// The formats of the admin API's answers: json.Marshal's text (HTML
+// escaped), never cached (credentials and the registry's state).
+var (
+	noStore = http.Header{"Cache-Control": {"no-store"}}
+	// problems writes every problem (RFC 9457 section 3).
+	problems = httpserver.NewJSONFormat(httpserver.JSONConfig{ContentType: "application/problem+json", EscapeHTML: true, Header: noStore,
+		Internal: `{"type":"about:blank","title":"Internal Server Error","status":500,"detail":"internal error","code":"internal"}`})
+	// results writes every other answer, rendered beforehand (render) so
+	// that an idempotent request can replay it.
+	results = httpserver.NewJSONFormat(httpserver.JSONConfig{ContentType: "application/json", EscapeHTML: true, Header: noStore})
+)

@@ -1,6 +1,10 @@
 package adminapi
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/partnerapi/authplatform/pkg/httpserver"
+)
 
 // Prefix of every admin API path.
 const Prefix = "/admin/v1"
@@ -29,5 +33,20 @@ func (s *Server) routes() []route {
 		{http.MethodPost, Prefix + "/keys/{kid}/withdraw", write, s.handleWithdrawKey},
 		{http.MethodPost, Prefix + "/sandbox/seed", write, s.handleSeedSandbox},
 		{http.MethodGet, Prefix + "/audit", read, s.handleAdminAudit},
+	}
+}
+
+// ConsolePrefix is the path of the operator console's pages, on the same
+// listener and origin as the API.
+const ConsolePrefix = "/console/"
+
+// consoleRoutes mount the operator console (its own pages are listed in
+// package authserver/console): every page under ConsolePrefix, and the
+// bare /console sent there.
+func consoleRoutes(console http.Handler) []httpserver.Route {
+	return []httpserver.Route{
+		{Pattern: "GET /console", Handler: http.RedirectHandler(ConsolePrefix, http.StatusMovedPermanently)},
+		{Pattern: "GET " + ConsolePrefix + "{page...}", Handler: console},
+		{Pattern: "POST " + ConsolePrefix + "{page...}", Handler: console},
 	}
 }

@@ -14,9 +14,11 @@ import (
 	"github.com/partnerapi/authplatform/authserver/operations"
 	"github.com/partnerapi/authplatform/pkg/admission"
 	"github.com/partnerapi/authplatform/pkg/audit"
+	"github.com/partnerapi/authplatform/pkg/clientcert"
 	"github.com/partnerapi/authplatform/pkg/clientip"
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/httpserver"
+	"github.com/partnerapi/authplatform/pkg/tracing"
 )
 
 // Config configures the admin API.
@@ -38,8 +40,8 @@ type Config struct {
 	// so that the API registers no URL the token service would not fetch.
 	JWKSAllowHTTP bool
 	// PublicBaseURL is the admin API's public base URL (ADMIN_BASE_URL),
-	// which a DPoP proof's htu names (RFC 9449 section 4.3); empty: derived
-	// from each request through Trust (package admission).
+	// which a DPoP proof's htu names (RFC 9449 section 4.3). Required
+	// (admission.ErrNoPublicBaseURL): never derived from a request.
 	PublicBaseURL string
 }
 
@@ -69,6 +71,13 @@ type Deps struct {
 	// Metrics, when not nil, counts every answer by route, method and
 	// status class (a *metrics.Metrics: the token service's registry).
 	Metrics httpserver.Observer
+	// Console, when not nil, builds the operator console served under
+	// /console/ (package authserver/console) over the API's own routes,
+	// which it calls in process.
+	Console func(api http.Handler) (http.Handler, error)
+	// Tracing, when set, runs every call in a server span (the base
+	// layer's). Nil: tracing off.
+	Tracing *tracing.Tracing
 }
 
 // Server is the admin API's HTTP handler.
@@ -96,14 +105,23 @@ func NewServer(logger *slog.Logger, cfg Config, deps Deps) (*Server, error) {
 		audit: &auditLog{rdb: deps.Redis, key: cfg.KeyPrefix + "{admin}:audit", now: cfg.Now}}
 	var err error
 	if s.admission, err = admission.New(admission.Config{Clients: admission.Operators, RateNow: cfg.RateNow,
-		PublicBaseURL: cfg.PublicBaseURL, Trust: cfg.Trust, Nonces: deps.Nonces, Now: cfg.Now}, deps.Tokens, deps.Admit); err != nil {
+		PublicBaseURL: cfg.PublicBaseURL, Nonces: deps.Nonces, Now: cfg.Now,
+		Certificates: clientcert.Source{Trust: cfg.Trust}}, deps.Tokens, deps.Admit); err != nil {
 		return nil, err
 	}
 	var routes []httpserver.Route
 	for _, rt := range s.routes() {
 		routes = append(routes, httpserver.Route{Pattern: rt.method + " " + rt.pattern, Handler: s.endpoint(rt)})
 	}
-	s.handler = httpserver.Base{Logger: logger, Trust: cfg.Trust, Observer: deps.Metrics}.Wrap(httpserver.NewRouter(routes, s.misrouted))
+	api := httpserver.NewRouter(routes, s.misrouted)
+	if deps.Console != nil {
+		console, err := deps.Console(api)
+		if err != nil {
+			return nil, err
+		}
+		routes = append(routes, consoleRoutes(console)...)
+	}
+	s.handler = httpserver.Base{Logger: logger, Trust: cfg.Trust, Observer: deps.Metrics, Tracing: deps.Tracing}.Wrap(httpserver.NewRouter(routes, s.misrouted))
 	return s, nil
 }
 
@@ -173,7 +191,7 @@ func (s *Server) endpoint(rt route) http.Handler {
 			return
 		}
 		ctx = audit.WithActor(ctx, op.actor(r))
-		if r.Method == http.MethodPost && r.Header.Get(IdempotencyKeyHeader) != "" {
+		if r.Method != http.MethodGet && r.Header.Get(IdempotencyKeyHeader) != "" {
 			status := s.idempotent(ctx, w, r, op, body, rt.handle)
 			s.record(ctx, r, op, status, status < 0)
 			return
@@ -194,7 +212,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, status int, v an
 	if a.location != "" {
 		w.Header().Set("Location", a.location)
 	}
-	writeRaw(w, a.status, "application/json", a.body)
+	results.WriteBody(w, a.status, nil, a.body)
 	return a.status
 }
 
@@ -221,15 +239,28 @@ func render(status int, v any, err error) (rendered, *problem) {
 	}
 	var merr error
 	if err != nil {
+		warning := clients.ErrNotReplicated.Error()
+		var unconfirmed publicError
+		if errors.As(err, &unconfirmed) {
+			warning = unconfirmed.Public() // what the replicas said
+		}
 		a.status = http.StatusAccepted
-		a.body, merr = withWarning(v, err.Error()+"; the result above is in force now: do not repeat the request without its Idempotency-Key; read the resource again once a replica answers")
+		a.body, merr = withWarning(v, warning+"; the result above is in force now: do not repeat the request without its Idempotency-Key; read the resource again once a replica answers")
 	} else {
 		a.body, merr = marshal(v)
 	}
 	if merr != nil {
-		return rendered{}, newProblem(http.StatusInternalServerError, "internal", "internal error")
+		return rendered{}, errInternal()
 	}
 	return a, nil
+}
+
+// publicError is an error that says what happened in words of its own,
+// fit for the caller (clients.NotReplicatedError, unconfirmedWithdrawal):
+// its Public quotes no error underneath.
+type publicError interface {
+	error
+	Public() string
 }
 
 // located is a created resource that names its URL (Location, RFC 9110

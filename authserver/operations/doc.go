@@ -7,6 +7,12 @@
 // and returns the registry's errors unchanged, so that each caller maps
 // them to its own exit status or HTTP status in one place.
 //
+// A key withdrawal has one rule at both doors (CheckWithdrawal: a
+// published key, never the signing key), checked against the keys in
+// force where the operator acts (Keys): WithdrawKey against the serving
+// replica's keys (the admin API), WithdrawFromFile against the key set
+// file, which it rewrites after Redis (the command line).
+//
 // A change the Redis replicas did not confirm (clients.ErrNotReplicated)
 // comes back WITH its result: the change took effect on the primary, and a
 // new secret is the only one that works now, so it is never dropped.

@@ -3,9 +3,8 @@ package operations
 import (
 	"cmp"
 	"context"
-	"errors"
-	"fmt"
 	"slices"
+	"time"
 
 	"github.com/partnerapi/authplatform/pkg/audit"
 	"github.com/partnerapi/authplatform/pkg/clients"
@@ -25,16 +24,17 @@ type Service struct {
 }
 
 // ErrInvalid marks bad input; errors.Is(err, clients.ErrInvalid) holds too.
+// Every such error is a *clients.Error, whose Detail says what to fix.
 var ErrInvalid = clients.ErrInvalid
 
 // CheckLimit is the one rule for every per-minute limit: a whole number of
 // at least 1 (and at most clients.MaxRateLimitPerMinute).
 func CheckLimit(what string, n int64) error {
 	if n < 1 {
-		return fmt.Errorf("%w: %s %d: a limit must be at least 1 request per minute", ErrInvalid, what, n)
+		return clients.Invalidf("%s %d: a limit must be at least 1 request per minute", what, n)
 	}
 	if n > clients.MaxRateLimitPerMinute {
-		return fmt.Errorf("%w: %s %d: a limit must be at most %d requests per minute", ErrInvalid, what, n, clients.MaxRateLimitPerMinute)
+		return clients.Invalidf("%s %d: a limit must be at most %d requests per minute", what, n, clients.MaxRateLimitPerMinute)
 	}
 	return nil
 }
@@ -63,16 +63,31 @@ func (s *Service) GetOrg(ctx context.Context, slug string) (clients.Org, error) 
 	return s.Registry.GetOrg(ctx, slug)
 }
 
+// ErrScopesRequired refuses a client spec that does not say its scopes
+// (nil Scopes): a client's scopes are chosen, never left out by mistake.
+// An empty list (the CLI's --scopes "", the admin API's "scopes": [])
+// makes a client with no scope.
+var ErrScopesRequired = clients.Invalidf(`scopes are required: list the client's scopes (an empty list makes a client with no scope)`)
+
 // CreateClient creates a partner client. A client the replicas did not
-// confirm comes back with its secret and the error.
+// confirm comes back with its secret and the error. Its scopes must be
+// given (ErrScopesRequired), at the CLI and the admin API alike.
 func (s *Service) CreateClient(ctx context.Context, spec clients.ClientSpec) (WithSecret, error) {
 	if spec.Audience == clients.AudienceOperator || spec.OrgSlug == clients.OperatorOrgSlug {
-		return WithSecret{}, fmt.Errorf("%w: operator clients are made with 'authserver operators create', not as partner clients", ErrInvalid)
+		return WithSecret{}, clients.Invalidf("operator clients are made with 'authserver operators create', not as partner clients")
 	}
 	if spec.RateLimitPerMinute != 0 {
 		if err := CheckLimit("rate limit", spec.RateLimitPerMinute); err != nil {
 			return WithSecret{}, err
 		}
+	}
+	if spec.Scopes == nil {
+		return WithSecret{}, ErrScopesRequired
+	}
+	// Every problem of the spec first, then whether its jwks_uri can be
+	// fetched (a lookup).
+	if err := spec.Validate(); err != nil {
+		return WithSecret{}, err
 	}
 	if err := s.checkKeys(ctx, spec.Keys); err != nil {
 		return WithSecret{}, err
@@ -115,7 +130,7 @@ func withSecret(c clients.Client, secret string, err error) (WithSecret, error) 
 }
 
 // AddSecret gives a client a second secret for a rotation without downtime
-// (README: Rotation without downtime). An addition the replicas did not
+// (deploy/docs/operator-guide.md, "Rotation without downtime"). An addition the replicas did not
 // confirm comes back with the secret and the error: it works now.
 func (s *Service) AddSecret(ctx context.Context, id string) (WithSecret, error) {
 	c, sid, secret, err := s.Registry.AddSecret(ctx, id)
@@ -180,7 +195,7 @@ const MaxPageSize = 500
 // client id after.
 func (s *Service) ListClientPage(ctx context.Context, orgSlug, after string, limit int) (clients.ClientPage, error) {
 	if limit < 1 || limit > MaxPageSize {
-		return clients.ClientPage{}, fmt.Errorf("%w: limit %d: must be 1-%d", ErrInvalid, limit, MaxPageSize)
+		return clients.ClientPage{}, clients.Invalidf("limit %d: must be 1-%d", limit, MaxPageSize)
 	}
 	return s.Registry.ListClientPage(ctx, orgSlug, after, limit)
 }
@@ -220,50 +235,25 @@ func (s *Service) OrgAudit(ctx context.Context, slug string) ([]audit.Record, er
 		}
 		out = append(out, entries...)
 	}
+	// Compared to the millisecond: a client's entries keep no finer time
+	// than that, the organisation's do, and an organisation's creation
+	// must not sort after its first client's in the same millisecond
+	// (TestSecrets); the organisation's own entries (no client id) first.
 	slices.SortStableFunc(out, func(a, b audit.Record) int {
-		return cmp.Or(a.At.Compare(b.At), cmp.Compare(a.ClientID, b.ClientID))
+		return cmp.Or(a.At.Truncate(time.Millisecond).Compare(b.At.Truncate(time.Millisecond)), cmp.Compare(a.ClientID, b.ClientID))
 	})
 	return out, nil
+}
+
+// Usage reads what the rate limiter counts of each client now (API and
+// token requests in the last minute, per second): a read of its window
+// keys, no request counted.
+func (s *Service) Usage(ctx context.Context, ids []string, now time.Time) ([]clients.Usage, error) {
+	return s.Registry.Usage(ctx, ids, now)
 }
 
 // SeedSandbox creates, idempotently, the sandbox organisation and its demo
 // clients.
 func (s *Service) SeedSandbox(ctx context.Context) (clients.Org, []clients.SeededClient, error) {
 	return s.Registry.SeedSandbox(ctx)
-}
-
-// ErrSigningKey refuses to withdraw the key that signs: promote or rotate
-// to another first.
-var ErrSigningKey = errors.New("the signing key cannot be withdrawn: make another key the signing key first ('keys generate --rotate' or 'keys promote')")
-
-// WithdrawKey withdraws a published key on every server (package
-// keywithdrawal) unless it is signingKID. It returns the withdrawal version.
-func (s *Service) WithdrawKey(ctx context.Context, kid, signingKID string) (int64, error) {
-	if kid == "" {
-		return 0, fmt.Errorf("%w: a key id is required", ErrInvalid)
-	}
-	if kid == signingKID {
-		return 0, fmt.Errorf("%w: %w", ErrInvalid, ErrSigningKey)
-	}
-	if s.Withdrawals == nil {
-		return 0, errors.New("operations: no withdrawal store")
-	}
-	return s.Withdrawals.Withdraw(ctx, kid)
-}
-
-// Withdrawn returns the withdrawn key ids, sorted.
-func (s *Service) Withdrawn(ctx context.Context) ([]string, error) {
-	if s.Withdrawals == nil {
-		return nil, errors.New("operations: no withdrawal store")
-	}
-	st, err := s.Withdrawals.Read(ctx)
-	if err != nil {
-		return nil, err
-	}
-	kids := make([]string, 0, len(st.Kids))
-	for k := range st.Kids {
-		kids = append(kids, k)
-	}
-	slices.Sort(kids)
-	return kids, nil
 }

@@ -8,8 +8,8 @@ import (
 )
 
 // The wire types: what the admin API answers (authserver/adminapi/
-// openapi.json) and the CLI prints with --json (README: Operator CLI, JSON
-// output), the same JSON at both doors, converted from the registry's
+// openapi.json) and the CLI prints with --json (deploy/docs/operator-guide.md,
+// "JSON output"), the same JSON at both doors, converted from the registry's
 // storage types, which carry no JSON of their own. A change of storage
 // never changes the wire, and a member is added here, documented, or not
 // at all.
@@ -38,6 +38,13 @@ type Client struct {
 	// DPoPBound is the client metadata dpop_bound_access_tokens (RFC 9449
 	// section 5.2), shown only when true.
 	DPoPBound bool `json:"dpop_bound_access_tokens,omitempty"`
+	// The certificate name a tls_client_auth client registered (RFC 8705
+	// section 2.1.2): one of these, shown for such a client only.
+	TLSSubjectDN string `json:"tls_client_auth_subject_dn,omitempty"`
+	TLSSANDNS    string `json:"tls_client_auth_san_dns,omitempty"`
+	TLSSANURI    string `json:"tls_client_auth_san_uri,omitempty"`
+	TLSSANIP     string `json:"tls_client_auth_san_ip,omitempty"`
+	TLSSANEmail  string `json:"tls_client_auth_san_email,omitempty"`
 }
 
 // SecretInfo names one of a client's secrets (never the secret).
@@ -55,6 +62,20 @@ func ClientOf(c clients.Client) Client {
 		AuthMethod: c.AuthMethod, KeysVersion: c.KeysVersion, JWKSURI: c.JWKSURI, DPoPBound: c.DPoPBound}
 	if w.Scopes == nil {
 		w.Scopes = []string{}
+	}
+	if sub := c.TLSSubject; sub != nil {
+		switch sub.Kind {
+		case clients.SubjectDN:
+			w.TLSSubjectDN = sub.Value
+		case clients.SubjectSANDNS:
+			w.TLSSANDNS = sub.Value
+		case clients.SubjectSANURI:
+			w.TLSSANURI = sub.Value
+		case clients.SubjectSANIP:
+			w.TLSSANIP = sub.Value
+		case clients.SubjectSANEmail:
+			w.TLSSANEmail = sub.Value
+		}
 	}
 	w.Secrets = make([]SecretInfo, len(c.Secrets))
 	for i, si := range c.Secrets {

@@ -39,7 +39,7 @@ var answerTextCases = []string{
 }
 
 // TestAnswerText: the token's and introspection's answers as written by
-// hand are byte for byte json.Marshal's (writeJSON's until then).
+// hand are byte for byte json.Marshal's (answers.Write's until then).
 func TestAnswerText(t *testing.T) {
 	for _, s := range answerTextCases {
 		checkAnswerText(t, s, 3600)

@@ -53,12 +53,30 @@ type assertionClaims struct {
 	Jti string          `json:"jti"`
 }
 
-// errBadAssertion: the assertion did not verify. It is never shown: the
-// client gets invalid_client, as for a wrong secret.
-var errBadAssertion = errors.New("client assertion refused")
+// assertionRefused is an assertion that did not verify, and why: for the
+// access record only (assertion_refused), never shown: the client gets
+// invalid_client, as for a wrong secret.
+type assertionRefused struct {
+	why string
+	// unknownKid: no key of the client has the assertion's "kid", or, with
+	// none, fits its "alg" (errUnknownKid): the keys may be refetched.
+	unknownKid bool
+}
+
+func (e *assertionRefused) Error() string { return "client assertion refused: " + e.why }
+
+// Is makes errors.Is(err, errUnknownKid) hold for every refusal of an
+// unknown kid.
+func (e *assertionRefused) Is(target error) bool { return target == errUnknownKid && e.unknownKid }
+
+// refused is a refusal of the assertion for why (the caller's input and
+// fixed words only).
+func refused(format string, args ...any) error {
+	return &assertionRefused{why: fmt.Sprintf(format, args...)}
+}
 
 // errUnknownKid: no key of the client has the assertion's "kid".
-var errUnknownKid = fmt.Errorf("%w: unknown kid", errBadAssertion)
+var errUnknownKid error = &assertionRefused{why: "unknown kid", unknownKid: true}
 
 // assertionSubject reads the client id of an assertion before it is
 // verified: its "sub" (RFC 7523 section 3: iss and sub are the client id).
@@ -85,30 +103,35 @@ func assertionSubject(raw string) (string, bool) {
 }
 
 // verifyAssertion checks a client assertion of client id against its keys
-// (RFC 7523 section 3, RFC 7521 section 4.2): a compact JWS with one of
-// clients.AssertionAlgorithms (never "none" or a MAC) fit for the key its
-// "kid" names, or, without a "kid" (optional, RFC 7515 section 4.1.4), for
-// the one key of the client that fits its "alg"; iss = sub = id; "aud"
-// holding one of audiences; "exp" required, not passed and at most
+// (RFC 7523 section 3, RFC 7521 section 4.2, as draft-ietf-oauth-rfc7523bis
+// tightens them): a compact JWS with one of clients.AssertionAlgorithms
+// (never "none" or a MAC) fit for the key its "kid" names, or, without a
+// "kid" (optional, RFC 7515 section 4.1.4), for the one key of the client
+// that fits its "alg"; a "typ", if any, not that of another kind of JWT
+// this service meets (foreignTyp); iss = sub = id; "aud" one of audiences,
+// alone (audienceHolds); "exp" required, not passed and at most
 // maxLifetime ahead; "nbf" and "iat", when present, not in the future;
 // "jti" required. It returns the jti and exp for the single-use check.
 func verifyAssertion(raw, id string, set jwk.Set, audiences []string, now time.Time, maxLifetime time.Duration) (string, time.Time, error) {
 	if set == nil || len(raw) > maxAssertionBytes {
-		return "", time.Time{}, errBadAssertion
+		return "", time.Time{}, refused("no keys, or longer than %d bytes", maxAssertionBytes)
 	}
 	msg, err := jws.Parse([]byte(raw), jws.WithCompact())
 	if err != nil || len(msg.Signatures()) != 1 {
-		return "", time.Time{}, fmt.Errorf("%w: not a compact JWS", errBadAssertion)
+		return "", time.Time{}, refused("not a compact JWS")
 	}
 	h := msg.Signatures()[0].ProtectedHeaders()
 	alg, _ := h.Algorithm()
 	kid, _ := h.KeyID()
 	name := alg.String()
 	if !slices.Contains(clients.AssertionAlgorithms, name) {
-		return "", time.Time{}, fmt.Errorf("%w: alg %q", errBadAssertion, alg.String())
+		return "", time.Time{}, refused("alg %q", alg.String())
 	}
 	if _, crit := h.Critical(); crit {
-		return "", time.Time{}, fmt.Errorf("%w: crit", errBadAssertion)
+		return "", time.Time{}, refused("crit")
+	}
+	if typ, _ := h.Type(); foreignTyp(typ) {
+		return "", time.Time{}, refused("typ %q", typ)
 	}
 	var key jwk.Key
 	if kid != "" {
@@ -117,7 +140,7 @@ func verifyAssertion(raw, id string, set jwk.Set, audiences []string, now time.T
 			return "", time.Time{}, errUnknownKid
 		}
 		if !keyFits(k, name) {
-			return "", time.Time{}, fmt.Errorf("%w: alg %q does not fit key %q", errBadAssertion, alg.String(), kid)
+			return "", time.Time{}, refused("alg %q does not fit key %q", alg.String(), kid)
 		}
 		key = k
 	} else {
@@ -129,69 +152,92 @@ func verifyAssertion(raw, id string, set jwk.Set, audiences []string, now time.T
 		}
 		switch len(fits) {
 		case 0:
-			return "", time.Time{}, fmt.Errorf("%w (no kid, and no key fits alg %q)", errUnknownKid, name)
+			return "", time.Time{}, &assertionRefused{why: fmt.Sprintf("unknown kid (no kid, and no key fits alg %q)", name), unknownKid: true}
 		case 1:
 			key = fits[0]
 		default:
-			return "", time.Time{}, fmt.Errorf("%w: no kid, and %d keys fit alg %q: name one", errBadAssertion, len(fits), name)
+			return "", time.Time{}, refused("no kid, and %d keys fit alg %q: name one", len(fits), name)
 		}
 	}
 	sa, _ := jwa.LookupSignatureAlgorithm(alg.String())
 	payload, err := jws.Verify([]byte(raw), jws.WithKey(sa, key))
 	if err != nil {
-		return "", time.Time{}, fmt.Errorf("%w: signature", errBadAssertion)
+		return "", time.Time{}, refused("signature")
 	}
 	var c assertionClaims
 	if err := json.Unmarshal(payload, &c); err != nil {
-		return "", time.Time{}, fmt.Errorf("%w: claims", errBadAssertion)
+		return "", time.Time{}, refused("claims")
 	}
 	at := func(v *float64) time.Time { return time.Unix(int64(*v), 0) }
 	switch {
 	case c.Iss != id || c.Sub != id:
-		return "", time.Time{}, fmt.Errorf("%w: iss and sub must be the client id", errBadAssertion)
+		return "", time.Time{}, refused("iss and sub must be the client id")
 	case !audienceHolds(c.Aud, audiences):
-		return "", time.Time{}, fmt.Errorf("%w: aud", errBadAssertion)
+		return "", time.Time{}, refused("aud")
 	case c.Exp == nil:
-		return "", time.Time{}, fmt.Errorf("%w: exp required", errBadAssertion)
+		return "", time.Time{}, refused("exp required")
 	case !at(c.Exp).After(now.Add(-AssertionLeeway)):
-		return "", time.Time{}, fmt.Errorf("%w: expired", errBadAssertion)
+		return "", time.Time{}, refused("expired")
 	case at(c.Exp).After(now.Add(maxLifetime + AssertionLeeway)):
-		return "", time.Time{}, fmt.Errorf("%w: exp more than %v ahead", errBadAssertion, maxLifetime)
+		return "", time.Time{}, refused("exp more than %v ahead", maxLifetime)
 	case c.Nbf != nil && at(c.Nbf).After(now.Add(AssertionLeeway)):
-		return "", time.Time{}, fmt.Errorf("%w: not yet valid", errBadAssertion)
+		return "", time.Time{}, refused("not yet valid")
 	case c.Iat != nil && at(c.Iat).After(now.Add(AssertionLeeway)):
-		return "", time.Time{}, fmt.Errorf("%w: issued in the future", errBadAssertion)
+		return "", time.Time{}, refused("issued in the future")
 	case c.Jti == "" || len(c.Jti) > maxJTILength:
-		return "", time.Time{}, fmt.Errorf("%w: jti required (at most %d bytes)", errBadAssertion, maxJTILength)
+		return "", time.Time{}, refused("jti required (at most %d bytes)", maxJTILength)
 	}
 	return c.Jti, at(c.Exp), nil
 }
 
 // keyFits reports whether key may verify a signature of alg name: the
-// key's type fits it (clients.KeyAlgorithms) and so does its "alg", if
-// set.
+// key's type fits it (clients.KeyAlgorithms, which also bounds its size:
+// package keysize) and so does its "alg", if set. EdDSA and Ed25519 name
+// one algorithm for an Ed25519 key (RFC 9864 section 2.2 deprecates the
+// first for the second): a key registered with either verifies a
+// signature made under either.
 func keyFits(key jwk.Key, name string) bool {
+	if !slices.Contains(clients.KeyAlgorithms(key), name) {
+		return false
+	}
 	ka, set := key.Algorithm()
-	return slices.Contains(clients.KeyAlgorithms(key), name) && (!set || ka.String() == name)
+	return !set || ka.String() == name || (edDSA(ka.String()) && edDSA(name))
+}
+
+// edDSA reports whether alg is one of the two names of EdDSA with
+// Ed25519 (RFC 8037 section 3.1, RFC 9864 section 2.2).
+func edDSA(alg string) bool { return alg == "EdDSA" || alg == "Ed25519" }
+
+// foreignTyp reports whether typ is the JOSE "typ" of another kind of JWT
+// this service issues or reads: an access token (RFC 9068 section 2.1,
+// "at+jwt") or a DPoP proof (RFC 9449 section 4.2, "dpop+jwt"), with or
+// without the "application/" prefix, in any case (RFC 7515 section
+// 4.1.9). draft-ietf-oauth-rfc7523bis asks that a client assertion never
+// be accepted as any other kind of JWT; refusing those kinds keeps a
+// token or a proof of the client from being replayed as its assertion.
+// No "typ", "JWT" and the draft's "client-authentication+jwt" are
+// accepted.
+func foreignTyp(typ string) bool {
+	t := strings.TrimPrefix(strings.ToLower(typ), "application/")
+	return t == "at+jwt" || t == "dpop+jwt"
 }
 
 // audienceHolds reports whether "aud" (a string or an array of strings,
-// RFC 7519 section 4.1.3) holds one of want.
+// RFC 7519 section 4.1.3) names one of want and nothing else: a string,
+// or an array of exactly one member (draft-ietf-oauth-rfc7523bis: the
+// audience is this server's issuer identifier, a single value; an array
+// that also names another audience is an assertion meant for others too,
+// refused).
 func audienceHolds(raw json.RawMessage, want []string) bool {
 	var one string
 	if json.Unmarshal(raw, &one) == nil {
 		return slices.Contains(want, one)
 	}
 	var many []string
-	if json.Unmarshal(raw, &many) != nil {
+	if json.Unmarshal(raw, &many) != nil || len(many) != 1 {
 		return false
 	}
-	for _, a := range many {
-		if slices.Contains(want, a) {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(want, many[0])
 }
 
 // checkAssertion verifies a client assertion against the client's keys
@@ -236,7 +282,10 @@ func (s *Server) checkAssertion(ctx context.Context, creds credentials, reload b
 	}
 	check.KeysVersion = e.keys.Version
 	if verr != nil {
-		httpserver.Annotate(ctx, slog.String("assertion_refused", strings.TrimPrefix(verr.Error(), errBadAssertion.Error()+": ")))
+		var r *assertionRefused
+		if errors.As(verr, &r) { // verifyAssertion returns nothing else
+			httpserver.Annotate(ctx, slog.String("assertion_refused", r.why))
+		}
 		return check, nil
 	}
 	// The jti must be remembered as long as the assertion can be accepted:

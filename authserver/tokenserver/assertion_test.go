@@ -63,9 +63,10 @@ func TestPrivateKeyJWT(t *testing.T) {
 			t.Fatalf("%s: introspection %s", k.Alg, r.Body)
 		}
 	}
-	// The token endpoint's URL is an audience too, and client_id may be sent.
+	// The token endpoint's URL is an audience too (alone in an array here:
+	// TestAssertionTypAndAudience), and client_id may be sent.
 	c := assertiontest.Claims(id, testIssuer, now)
-	c["aud"] = []string{"https://elsewhere.test", testIssuer + PathToken}
+	c["aud"] = []string{testIssuer + PathToken}
 	tokenReply(t, post(t, e.url+PathToken, formType, assertionForm(keys[0].Sign(t, c), "client_id", id)), clients.ScopePatientsRead)
 
 	other := assertiontest.NewKey(t, keys[0].KID, jwa.ES256()) // same kid, another key
@@ -137,7 +138,9 @@ func b64(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s
 
 // TestAssertionFailuresLimited: wrong assertions spend the same
 // per-address failure budget as wrong secrets, and are counted as checked
-// under private_key_jwt.
+// under private_key_jwt. Past it, the forged ones are refused unchecked,
+// but the client's own assertion, whose signature verifies, is not: a
+// neighbour's forgeries must not lock the client out (issue 59, hole 10).
 func TestAssertionFailuresLimited(t *testing.T) {
 	e := newEnv(t, withFailures(3))
 	k := assertiontest.NewKey(t, "k1", jwa.ES256())
@@ -150,13 +153,15 @@ func TestAssertionFailuresLimited(t *testing.T) {
 			t.Fatalf("forged assertion %d: %d %s", i, r.Status, r.Body)
 		}
 	}
-	r := post(t, e.url+PathToken, formType, assertionForm(k.Sign(t, assertiontest.Claims(id, testIssuer, now))))
+	r := post(t, e.url+PathToken, formType, assertionForm(stranger.Sign(t, assertiontest.Claims(id, testIssuer, now))))
 	wantStatus(t, r, http.StatusTooManyRequests)
 	if decode(t, r.Body)["error"] != "slow_down" {
 		t.Fatalf("after 3 forged assertions: %s", r.Body)
 	}
-	// The forged ones were checked, the right one past the budget was not.
-	for method, want := range map[string]float64{clients.AuthPrivateKeyJWT: 3, clients.AuthClientSecret: 0} {
+	tokenReply(t, post(t, e.url+PathToken, formType, assertionForm(k.Sign(t, assertiontest.Claims(id, testIssuer, now)))), clients.ScopePatientsRead)
+	// The forged ones within the budget and the right one were checked,
+	// the forged one past the budget was not.
+	for method, want := range map[string]float64{clients.AuthPrivateKeyJWT: 4, clients.AuthClientSecret: 0} {
 		if got := counter(t, e.metrics, "partnerapi_client_credentials_checked_total", map[string]string{"method": method}); got != want {
 			t.Errorf("credentials checked{method=%q} = %v, want %v", method, got, want)
 		}

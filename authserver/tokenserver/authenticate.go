@@ -37,7 +37,9 @@ import (
 //     client; requests without credentials; malformed requests) counts
 //     against the address's much higher AddressFailuresPerMinute, kept by
 //     each replica in memory; past it, every such failure is answered
-//     slow_down alike. Counting and answering known and unknown ids alike
+//     slow_down alike, and a DPoP proof is verified only once the
+//     credential beside it held (deferProof), so a spent address's
+//     refused requests cost no signature check. Counting and answering known and unknown ids alike
 //     keeps the ceiling from telling which ids exist (neither the answer
 //     nor what an attempt leaves of the ceiling differs). A request with
 //     valid credentials is never refused by it.
@@ -64,6 +66,9 @@ func (s *Server) authenticate(ctx context.Context, r *http.Request, req *clientR
 	if req.Client.Assertion != "" {
 		method = clients.AuthPrivateKeyJWT
 		httpserver.Annotate(ctx, slog.String("auth_method", method))
+	} else if req.Client.Certificate {
+		method = "tls_certificate"
+		httpserver.Annotate(ctx, slog.String("auth_method", method))
 	} else if !s.secretForm(ctx, req.Client.Secret) {
 		// Refused before any lookup, answered as any invalid_client and
 		// counted, like any invalid_client, against the address.
@@ -77,16 +82,46 @@ func (s *Server) authenticate(ctx context.Context, r *http.Request, req *clientR
 	// An assertion checked against keys the client no longer has is
 	// checked again with its keys reloaded, once.
 	for try := 0; try < 2; try++ {
+		if req.Client.Certificate {
+			cc, err := s.checkCertificate(ctx, req, try > 0)
+			if err != nil {
+				return clients.Authentication{}, notCounted, err
+			}
+			attempt.Certificate = cc
+			if token && cc.Verified && req.proofDeferred {
+				// The proof's signature is checked only for a certificate
+				// that authenticated (deferProof).
+				req.verifyProof()
+				attempt.DPoP = req.Proof
+			}
+		}
 		if req.Client.Assertion != "" {
 			as, err := s.checkAssertion(ctx, req.Client, try > 0)
 			if err != nil {
 				return clients.Authentication{}, notCounted, err
 			}
 			attempt.Assertion = as
+			if token && as.Verified && req.proofDeferred {
+				// The proof's signature is checked only for an assertion
+				// that verified (deferProof).
+				req.verifyProof()
+				attempt.DPoP = req.Proof
+			}
 		}
 		var err error
 		if a, err = s.reg.Authenticate(ctx, attempt); err != nil {
 			return a, notCounted, err
+		}
+		if token && a.Outcome == clients.ProofInvalid && req.proofDeferred {
+			// A secret that held, from an address whose ceiling is spent:
+			// its proof is verified now, and the request authenticated
+			// again with the verdict (the first round trip refused it as
+			// ProofInvalid, which spends and marks nothing).
+			req.verifyProof()
+			attempt.DPoP = req.Proof
+			if a, err = s.reg.Authenticate(ctx, attempt); err != nil {
+				return a, notCounted, err
+			}
 		}
 		if a.Outcome != clients.StaleKeys {
 			break

@@ -4,8 +4,10 @@
 // authorization server metadata (RFC 8414).
 //
 // The token endpoint issues through go-oauth2/oauth2/v4's manage.Manager
-// (oauth2adapter.go), which runs the grant's bookkeeping and calls this
-// package's access token generator; go-oauth2's HTTP layer is not used.
+// (oauth2adapter.go), over go-oauth2's own interfaces implemented here: its
+// client store is the client registry, its token store the verifier and
+// the registry's revocation (tokenstore.go), its generator this package's;
+// go-oauth2's HTTP layer is not used.
 // Everything before it is this package's: the request body is parsed here
 // (form or JSON object, null meaning absent and unknown members ignored,
 // size-capped, at most MaxParams parameters counted before any is decoded,
@@ -16,8 +18,10 @@
 // learns what a client holds.
 //
 // DPoP (RFC 9449, proof.go): a token request's DPoP proof is verified with
-// package dpop before that round trip and judged in it after the
-// credential (an unauthenticated caller learns nothing of it); its jti is
+// package dpop before that round trip (with a client assertion, once the
+// assertion verified; from an address whose ceiling of failed requests is
+// spent, once a first round trip found the secret right) and judged in it
+// after the credential (an unauthenticated caller learns nothing of it); its jti is
 // marked used there, and the token is issued bound to the proof's key
 // (token_type DPoP, cnf.jkt). Introspection describes a bound token with
 // token_type DPoP and its cnf (section 6.2).

@@ -199,7 +199,7 @@ func TestDPoPRefusals(t *testing.T) {
 		{"signed by another key", []string{other.sign(t, `{"typ":"dpop+jwt","alg":"ES256","jwk":`+k.pub+`}`, proofClaims("a", epoch))}, "the DPoP proof's signature does not verify with its jwk"},
 		{"alg none", []string{base64.RawURLEncoding.EncodeToString([]byte(`{"typ":"dpop+jwt","alg":"none","jwk":`+k.pub+`}`)) + "." +
 			base64.RawURLEncoding.EncodeToString([]byte(`{"jti":"a","htm":"POST","htu":"`+testIssuer+PathToken+`","iat":1}`)) + ".c2ln"},
-			"the DPoP proof's alg is not supported (ES256 ES384 RS256 PS256 EdDSA)"},
+			"the DPoP proof's alg is not supported (ES256 ES384 RS256 PS256 EdDSA Ed25519)"},
 		{"malformed", []string{"not-a-jws"}, "the DPoP proof is not a JWS in compact serialization"},
 		{"empty", []string{""}, "the DPoP proof is not a JWS in compact serialization"},
 		{"two DPoP headers", []string{k.proof(t, epoch), k.proof(t, epoch)}, "exactly one DPoP header is allowed"},

@@ -2,18 +2,17 @@ package tokenserver
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"maps"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	oauthErrors "github.com/go-oauth2/oauth2/v4/errors"
 
 	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/httpserver"
 )
 
 // realm of the WWW-Authenticate challenge on invalid_client (RFC 7617).
@@ -84,64 +83,21 @@ var (
 		Description: "grant_type must be client_credentials"}
 )
 
-// writeJSON writes a JSON body with the headers every answer of the token
-// service carries, and header's. It is the one place responses are written.
-//
-// The values of the fixed fields are shared by every answer (the
-// *Value variables below; header may be noStoreHeader): net/http copies
-// the handler's header when the status is written (response.WriteHeader),
-// and nothing here edits a value in place, so a map and slices made per
-// answer, as http.Header.Set and noStore made them, bought nothing.
-func writeJSON(w http.ResponseWriter, status int, header http.Header, body any) {
-	data, err := json.Marshal(body)
-	if err != nil { // only this package's own values reach here
-		status, data = http.StatusInternalServerError, []byte(`{"error":"server_error","error_description":"The server encountered an unexpected condition"}`)
-	}
-	writeBody(w, status, header, data)
-}
+// answers writes every answer of the token service: json.Marshal's text
+// (HTML escaped) as application/json, the headers each answer needs
+// passed with it (noStoreHeader).
+var answers = httpserver.NewJSONFormat(httpserver.JSONConfig{ContentType: "application/json; charset=utf-8", EscapeHTML: true,
+	Internal: `{"error":"server_error","error_description":"The server encountered an unexpected condition"}`})
 
-// writeJSONText answers, as writeJSON does, the JSON text appendJSON
-// appends to a pooled buffer: for the answers written by hand (the token's
-// and introspection's, package jsontext says why), byte for byte what
-// json.Marshal would write of them. appendJSON is not kept, so neither it
-// nor the value it writes is allocated on the heap.
-func writeJSONText(w http.ResponseWriter, status int, header http.Header, appendJSON func(b []byte) []byte) {
-	bp := jsonBuffers.Get().(*[]byte)
-	data := appendJSON((*bp)[:0])
-	writeBody(w, status, header, data) // Write copies data into the connection's buffer
-	if cap(data) <= maxPooledJSON {
-		*bp = data
-		jsonBuffers.Put(bp)
-	}
-}
-
-// jsonBuffers are writeJSONText's buffers; one larger than maxPooledJSON
-// (none of its answers is near) is left to the collector.
-var jsonBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1<<10); return &b }}
-
-const maxPooledJSON = 4 << 10
-
-// writeBody answers data, a JSON text, with status and header's fields.
-func writeBody(w http.ResponseWriter, status int, header http.Header, data []byte) {
-	h := w.Header()
-	for k, vs := range header {
-		h[k] = vs
-	}
-	h["Content-Type"] = jsonContentTypeValue
-	h["Content-Length"] = []string{strconv.Itoa(len(data))}
-	w.WriteHeader(status)
-	_, _ = w.Write(data)
-}
-
-// Shared field values (see writeJSON): never edited in place.
+// Shared field values: never edited in place (httpserver.JSONFormat says
+// why they may be shared).
 var (
-	jsonContentTypeValue = []string{"application/json; charset=utf-8"}
-	noStoreValue         = []string{"no-store"}
-	noCacheValue         = []string{"no-cache"}
+	noStoreValue = []string{"no-store"}
+	noCacheValue = []string{"no-cache"}
 )
 
 // noStoreHeader marks a response that carries or concerns credentials as
-// uncacheable (RFC 6749 section 5.1). Read-only: writeJSON copies it.
+// uncacheable (RFC 6749 section 5.1). Read-only: answers copies it.
 var noStoreHeader = http.Header{"Cache-Control": noStoreValue, "Pragma": noCacheValue}
 
 // writeOAuthError answers err in the OAuth error format (RFC 6749 section
@@ -162,5 +118,5 @@ func writeOAuthError(ctx context.Context, log *slog.Logger, w http.ResponseWrite
 	if oe.Status == http.StatusUnauthorized && (creds.Basic || !creds.Present) {
 		h.Set("WWW-Authenticate", `Basic realm="`+realm+`", charset="UTF-8"`)
 	}
-	writeJSON(w, oe.Status, h, map[string]string{"error": oe.Code, "error_description": oe.Description})
+	answers.Write(w, oe.Status, h, map[string]string{"error": oe.Code, "error_description": oe.Description})
 }

@@ -3,6 +3,8 @@ package tokenserver
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"io"
@@ -26,6 +28,7 @@ import (
 	"github.com/partnerapi/authplatform/pkg/redistest"
 	"github.com/partnerapi/authplatform/pkg/signingkeys"
 	"github.com/partnerapi/authplatform/pkg/testclock"
+	"github.com/partnerapi/authplatform/pkg/tracing"
 )
 
 const (
@@ -66,6 +69,13 @@ type env struct {
 	srv      *Server
 	// authority is the first instance's signing-key authority.
 	authority *signingkeys.Authority
+	// tracing is every instance's (Deps.Tracing), its Redis hook on rdb.
+	tracing *tracing.Tracing
+	// clientCAs, when set, makes instances end TLS themselves, asking for
+	// (not requiring) client certificates, and check tls_client_auth
+	// chains against it (mtls_test.go); tlsServer is the first instance's.
+	clientCAs *x509.CertPool
+	tlsServer *httptest.Server
 }
 
 type envOption func(*env)
@@ -104,7 +114,14 @@ func withMaxAssertionLifetime(d time.Duration) envOption { return func(e *env) {
 // withNonces makes every instance require DPoP server nonces from n.
 func withNonces(n nonceSource) envOption { return func(e *env) { e.nonces = n } }
 
+// withMTLS serves every instance over TLS, asking for client
+// certificates, with tls_client_auth chains checked against cas.
+func withMTLS(cas *x509.CertPool) envOption { return func(e *env) { e.clientCAs = cas } }
+
 func withRedisClock() envOption { return func(e *env) { e.rate = nil } }
+
+// withTracing traces every instance's requests and Redis commands.
+func withTracing(tr *tracing.Tracing) envOption { return func(e *env) { e.tracing = tr } }
 
 func newEnv(t testing.TB, opts ...envOption) *env {
 	t.Helper()
@@ -118,6 +135,9 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	}
 	if e.rdb == nil {
 		e.rdb = redistest.Client(t)
+	}
+	if err := e.tracing.InstrumentRedis(e.rdb); err != nil {
+		t.Fatal(err)
 	}
 	e.prefix = redistest.Prefix(t, e.rdb)
 	e.store = clients.NewStore(e.rdb, e.prefix, nil)
@@ -162,6 +182,7 @@ func (e *env) startWith(keys *signingkeys.Authority) (string, *Server) {
 		Issuer: testIssuer, Audience: testAudience, Trust: e.trust, FailuresPerMinute: e.failures,
 		RepeatedFailuresPerMinute: e.repeats, AddressFailuresPerMinute: e.ceiling, Now: e.now.Now, RateNow: rateNow,
 		AcceptLegacySecrets: e.legacy, JWKS: e.jwks, MaxAssertionLifetime: e.lifetime,
+		ClientCAs: e.clientCAs, MTLS: e.clientCAs != nil,
 	}, Deps{
 		Registry: e.store,
 		Keys:     keys,
@@ -169,9 +190,20 @@ func (e *env) startWith(keys *signingkeys.Authority) (string, *Server) {
 		Ready:    func(ctx context.Context) error { return redisconn.Ping(ctx, rdb, time.Second) },
 		Metrics:  e.metrics,
 		Nonces:   e.nonces,
+		Tracing:  e.tracing,
 	})
 	if err != nil {
 		e.t.Fatal(err)
+	}
+	if e.clientCAs != nil {
+		hs := httptest.NewUnstartedServer(s)
+		hs.TLS = &tls.Config{ClientAuth: tls.RequestClientCert}
+		hs.StartTLS()
+		e.t.Cleanup(hs.Close)
+		if e.tlsServer == nil {
+			e.tlsServer = hs
+		}
+		return hs.URL, s
 	}
 	hs := httptest.NewServer(s)
 	e.t.Cleanup(hs.Close)

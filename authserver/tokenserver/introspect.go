@@ -24,8 +24,10 @@ type Introspection struct {
 	Aud       string `json:"aud"`
 	Iss       string `json:"iss"`
 	Jti       string `json:"jti"`
-	// Cnf is a DPoP-bound token's confirmation (RFC 9449 section 6.2),
-	// absent for a bearer token.
+	// Cnf is a bound token's confirmation: cnf.jkt of a DPoP-bound token
+	// (RFC 9449 section 6.2), cnf.x5t#S256 of a certificate-bound one (RFC
+	// 8705 section 3.2), both for a token bound both ways; absent for a
+	// bearer token.
 	Cnf *accesstoken.Confirmation `json:"cnf,omitempty"`
 }
 
@@ -54,8 +56,18 @@ func (i Introspection) appendJSON(b []byte) []byte {
 	b = append(b, `,"jti":`...)
 	b = jsontext.AppendHTMLString(b, i.Jti)
 	if i.Cnf != nil {
-		b = append(b, `,"cnf":{"jkt":`...)
-		b = jsontext.AppendHTMLString(b, i.Cnf.JKT)
+		b = append(b, `,"cnf":{`...)
+		if i.Cnf.JKT != "" {
+			b = append(b, `"jkt":`...)
+			b = jsontext.AppendHTMLString(b, i.Cnf.JKT)
+		}
+		if i.Cnf.X5T != "" {
+			if i.Cnf.JKT != "" {
+				b = append(b, ',')
+			}
+			b = append(b, `"x5t#S256":`...)
+			b = jsontext.AppendHTMLString(b, i.Cnf.X5T)
+		}
 		b = append(b, '}')
 	}
 	return append(b, '}')
@@ -71,7 +83,7 @@ func appendInactive(b []byte) []byte { return append(b, `{"active":false}`...) }
 // rotated, revoked, tampered, foreign or malformed one, is {"active":false}.
 func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	req, err := parseClientRequest(r)
+	req, err := s.parse(r, false)
 	if err != nil {
 		s.refuse(ctx, w, r, credentials{}, err, counted)
 		return
@@ -99,7 +111,7 @@ func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 	// live when it carries the same credential generation (a rotation or
 	// revocation of the client raised it) and still stands.
 	if check == nil || claims.Generation != auth.Generation || !auth.TokenAlive {
-		writeJSONText(w, http.StatusOK, noStoreHeader, appendInactive)
+		answers.WriteText(w, http.StatusOK, noStoreHeader, appendInactive)
 		return
 	}
 	// RFC 9449 section 6.2: a bound token is described with token_type
@@ -113,5 +125,5 @@ func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 		Exp: claims.ExpiresAt, Iat: claims.IssuedAt, Sub: claims.Subject, Aud: claims.Audience,
 		Iss: claims.Issuer, Jti: claims.ID, Cnf: claims.Confirmation,
 	}
-	writeJSONText(w, http.StatusOK, noStoreHeader, body.appendJSON)
+	answers.WriteText(w, http.StatusOK, noStoreHeader, body.appendJSON)
 }

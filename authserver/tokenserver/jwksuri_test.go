@@ -123,6 +123,10 @@ func TestJWKSURIConcurrent(t *testing.T) {
 	p := newPartnerKeys(t, assertiontest.JWKS(t, k))
 	e := newEnv(t, withJWKSPolicy(JWKSPolicy{AllowHTTP: true, AllowPrivate: true}))
 	id := e.keyedClient(clients.ClientKeySource{URL: p.url, AllowHTTP: true})
+	// The clock moves jwksRefetchEvery after every sixth answer: 10 times
+	// while the 64 requests run.
+	const moves = 10
+	var answered atomic.Int64
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Go(func() {
@@ -140,16 +144,12 @@ func TestJWKSURIConcurrent(t *testing.T) {
 				if r.Status != status {
 					t.Errorf("kid %s: %d %s", key.KID, r.Status, r.Body)
 				}
+				if answered.Add(1)%6 == 0 {
+					e.now.Add(jwksRefetchEvery)
+				}
 			}
 		})
 	}
-	const moves = 10
-	wg.Go(func() {
-		for range moves {
-			time.Sleep(5 * time.Millisecond)
-			e.now.Add(jwksRefetchEvery)
-		}
-	})
 	wg.Wait()
 	if n := p.fetches.Load(); n < 1 || n > 1+moves {
 		t.Fatalf("%d fetches, want 1 and at most one per %v the clock moved (%d)", n, jwksRefetchEvery, moves)
@@ -223,14 +223,19 @@ func TestKeysLoadDetached(t *testing.T) {
 	go func() { _, err := ak.get(first, id, keysCached); firstErr <- err }()
 	<-arrived
 	second := make(chan *keysEntry, 1)
+	waiting := &doneAsked{Context: context.Background(), asked: make(chan struct{})}
 	go func() {
-		e, err := ak.get(context.Background(), id, keysCached)
+		e, err := ak.get(waiting, id, keysCached)
 		if err != nil {
 			t.Errorf("the second caller: %v", err)
 		}
 		second <- e
 	}()
-	time.Sleep(20 * time.Millisecond) // the second caller joins the load
+	select { // the second caller joins the load
+	case <-waiting.asked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second caller never waited for the load")
+	}
 	cancel()
 	if err := <-firstErr; err != context.Canceled {
 		t.Fatalf("the caller that gave up: %v", err)
@@ -243,4 +248,18 @@ func TestKeysLoadDetached(t *testing.T) {
 	if n := fetches.Load(); n != 1 {
 		t.Fatalf("%d fetches, want 1 (shared)", n)
 	}
+}
+
+// doneAsked is a context that says when its Done is first asked for: get
+// asks for it only once it joined a load, to wait for the load or the end
+// of its caller's context.
+type doneAsked struct {
+	context.Context
+	asked chan struct{}
+	once  sync.Once
+}
+
+func (c *doneAsked) Done() <-chan struct{} {
+	c.once.Do(func() { close(c.asked) })
+	return c.Context.Done()
 }

@@ -169,7 +169,7 @@ func TestMetadata(t *testing.T) {
 		"introspection_endpoint_auth_signing_alg_values_supported": ["ES256", "ES384", "RS256", "RS384", "PS256", "EdDSA", "Ed25519"],
 		"revocation_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "private_key_jwt"],
 		"revocation_endpoint_auth_signing_alg_values_supported": ["ES256", "ES384", "RS256", "RS384", "PS256", "EdDSA", "Ed25519"],
-		"dpop_signing_alg_values_supported": ["ES256", "ES384", "RS256", "PS256", "EdDSA"],
+		"dpop_signing_alg_values_supported": ["ES256", "ES384", "RS256", "PS256", "EdDSA", "Ed25519"],
 		"scopes_supported": ["programme.metrics.read", "events.subscribe", "patients.read", "referrals.write"],
 		"service_documentation": "https://auth.example.test/llms.txt"
 	}`)
@@ -178,7 +178,7 @@ func TestMetadata(t *testing.T) {
 // TestMetadataIssuerTrailingSlash: endpoint URLs never get a double slash.
 func TestMetadataIssuerTrailingSlash(t *testing.T) {
 	t.Parallel()
-	data, err := buildMetadata("https://auth.example.test/")
+	data, err := buildMetadata(Config{Issuer: "https://auth.example.test/"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,25 +37,48 @@ type metadata struct {
 	DPoPSigningAlgValuesSupported                      []string `json:"dpop_signing_alg_values_supported"`
 	ScopesSupported                                    []string `json:"scopes_supported"`
 	ServiceDocumentation                               string   `json:"service_documentation"`
+	// RFC 8705 section 3.3, with Config.MTLS only.
+	TLSClientCertificateBoundAccessTokens bool `json:"tls_client_certificate_bound_access_tokens,omitempty"`
+	// RFC 8705 section 5, with Config.MTLSBaseURL only.
+	MTLSEndpointAliases *mtlsAliases `json:"mtls_endpoint_aliases,omitempty"`
 }
 
-func buildMetadata(issuer string) ([]byte, error) {
+// mtlsAliases are the endpoints a client using mutual TLS calls instead
+// (RFC 8705 section 5).
+type mtlsAliases struct {
+	TokenEndpoint         string `json:"token_endpoint"`
+	IntrospectionEndpoint string `json:"introspection_endpoint"`
+	RevocationEndpoint    string `json:"revocation_endpoint"`
+}
+
+func buildMetadata(cfg Config) ([]byte, error) {
+	issuer := cfg.Issuer
 	base := strings.TrimSuffix(issuer, "/")
 	// RFC 8414 section 2 and RFC 7523 section 2.2 (private_key_jwt);
-	// revocation_endpoint of RFC 7009, named in RFC 8414 section 2.
+	// revocation_endpoint of RFC 7009, named in RFC 8414 section 2; the
+	// mutual-TLS methods of RFC 8705 sections 2.1.1 and 2.2.1.
 	auth := []string{"client_secret_basic", "client_secret_post", clients.AuthPrivateKeyJWT}
+	if cfg.MTLS {
+		auth = append(auth, clients.AuthTLSClient, clients.AuthSelfSignedTLSClient)
+	}
 	algs := clients.AssertionAlgorithms
+	var aliases *mtlsAliases
+	if m := strings.TrimSuffix(cfg.MTLSBaseURL, "/"); m != "" {
+		aliases = &mtlsAliases{TokenEndpoint: m + PathToken, IntrospectionEndpoint: m + PathIntrospect, RevocationEndpoint: m + PathRevoke}
+	}
 	data, err := json.Marshal(metadata{
-		Issuer:                            issuer,
-		TokenEndpoint:                     base + PathToken,
-		JWKSURI:                           base + PathJWKS,
-		IntrospectionEndpoint:             base + PathIntrospect,
-		RevocationEndpoint:                base + PathRevoke,
-		GrantTypesSupported:               []string{"client_credentials"},
-		ResponseTypesSupported:            []string{},
-		TokenEndpointAuthMethodsSupported: auth,
-		TokenEndpointAuthSigningAlgValuesSupported:         algs,
-		IntrospectionEndpointAuthMethodsSupported:          auth,
+		TLSClientCertificateBoundAccessTokens:      cfg.MTLS,
+		MTLSEndpointAliases:                        aliases,
+		Issuer:                                     issuer,
+		TokenEndpoint:                              base + PathToken,
+		JWKSURI:                                    base + PathJWKS,
+		IntrospectionEndpoint:                      base + PathIntrospect,
+		RevocationEndpoint:                         base + PathRevoke,
+		GrantTypesSupported:                        []string{"client_credentials"},
+		ResponseTypesSupported:                     []string{},
+		TokenEndpointAuthMethodsSupported:          auth,
+		TokenEndpointAuthSigningAlgValuesSupported: algs,
+		IntrospectionEndpointAuthMethodsSupported:  auth,
 		IntrospectionEndpointAuthSigningAlgValuesSupported: algs,
 		RevocationEndpointAuthMethodsSupported:             auth,
 		RevocationEndpointAuthSigningAlgValuesSupported:    algs,
@@ -75,6 +98,6 @@ func publicDocument(body []byte) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Cache-Control", "public, max-age=300")
-		writeJSON(w, http.StatusOK, nil, json.RawMessage(body))
+		answers.Write(w, http.StatusOK, nil, json.RawMessage(body))
 	}
 }

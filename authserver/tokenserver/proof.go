@@ -21,8 +21,11 @@ import (
 // the credential (clients.Authenticate), so a caller that does not
 // authenticate gets invalid_client whatever its proof and learns nothing of
 // it, and no mark is written for it. The verification's cost is bounded
-// (dpop.MaxProofLength) and the address's ceiling of failed requests
-// bounds an unauthenticated caller's tries.
+// (dpop.MaxProofLength, and the key's size, package keysize) and the
+// address's ceiling of failed requests bounds an unauthenticated caller's
+// tries: while an address's ceiling is spent, its proofs are not verified
+// before the credential beside them is known to hold (deferProof), so a
+// refused caller's requests cost no signature check at all.
 //
 // The proof's htu is compared with the token endpoint's public URL, the
 // issuer's base plus PathToken (the token_endpoint of the metadata), never
@@ -42,17 +45,43 @@ func (s *Server) checkProof(w http.ResponseWriter, r *http.Request, req *clientR
 		return
 	}
 	now := s.cfg.Now()
-	in := dpop.Input{Headers: headers, Method: r.Method, URI: s.tokenURL, Now: now}
+	in := dpop.Input{Headers: headers, Method: r.Method, URI: s.tokenURL, AltURI: s.mtlsTokenURL, Now: now}
 	if s.nonces != nil {
 		in.Nonces = s.nonces
 		w.Header().Set("DPoP-Nonce", s.nonces.Nonce(now))
 	}
-	p, err := dpop.Verify(in)
+	req.proofIn = in
+	if deferProof(req, s.ceiling.spent(limitKey(s.cfg.Trust.Of(r)))) {
+		// Passed as refused until verified: a credential that fails is
+		// answered as such whatever the proof (clients.Authenticate).
+		req.Proof, req.proofDeferred = &clients.ProofCheck{}, true
+		return
+	}
+	req.verifyProof()
+}
+
+// deferProof decides whether a token request's proof is verified only
+// once its credential is known to hold (authenticate): with a client
+// assertion (or a client certificate), always, since the assertion's own
+// signature check (the certificate's) comes first
+// and a caller whose assertion fails is refused whatever its proof; with a
+// secret, while the address's ceiling of failed requests is spent, when
+// the proof's verdict then costs a second authentication round trip, but
+// only for a secret that held.
+func deferProof(req *clientRequest, ceilingSpent bool) bool {
+	return req.Client.Assertion != "" || req.Client.Certificate || ceilingSpent
+}
+
+// verifyProof verifies the request's proof (dpop.Verify) and records the
+// outcome in req.
+func (req *clientRequest) verifyProof() {
+	req.proofDeferred = false
+	p, err := dpop.Verify(req.proofIn)
 	if err != nil {
 		req.Proof, req.ProofErr = &clients.ProofCheck{}, err
 		return
 	}
-	req.Proof = &clients.ProofCheck{Verified: true, Proof: p, TTL: dpop.ReplayTTL(0, 0)}
+	req.Proof, req.ProofErr = &clients.ProofCheck{Verified: true, Proof: p, TTL: dpop.ReplayTTL(0, 0)}, nil
 }
 
 // nonceSource issues and checks the DPoP server nonces shared by every

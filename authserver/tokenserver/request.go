@@ -2,6 +2,7 @@ package tokenserver
 
 import (
 	"bytes"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/dpop"
 )
 
 // MaxBodyBytes caps a token or introspection request body.
@@ -53,6 +55,10 @@ type credentials struct {
 	// Assertion is a JWT client assertion (private_key_jwt, RFC 7523
 	// section 2.2) presented instead of a secret; ID is then its "sub".
 	Assertion string
+	// Certificate: the client authenticates with its connection's client
+	// certificate (mutual TLS, RFC 8705 section 2; mtls.go), having sent
+	// its client_id alone.
+	Certificate bool
 	// Present is false when the request carried no client authentication.
 	Present bool
 }
@@ -66,14 +72,25 @@ type clientRequest struct {
 	// verify (a *dpop.Error), answered only once the client authenticated.
 	Proof    *clients.ProofCheck
 	ProofErr error
+	// proofIn is what the proof is verified against; proofDeferred says it
+	// was not verified yet (deferProof): Proof then stands as refused.
+	proofIn       dpop.Input
+	proofDeferred bool
+	// cert is the client certificate of the request's connection (nil:
+	// none) and chain the rest the client sent (mtls.go): what a token is
+	// bound to, and a certificate client's credential.
+	cert  *x509.Certificate
+	chain []*x509.Certificate
 }
 
 // parseClientRequest reads a POST body that is form-encoded or a JSON
 // object (see parseJSONObject), at most MaxBodyBytes, each parameter once (RFC 6749
 // section 3.2), and the client's credentials. Query-string parameters are
-// ignored: they are never credentials (RFC 6749 section 2.3.1).
-func parseClientRequest(r *http.Request) (*clientRequest, error) {
-	params, err := parseBody(r)
+// ignored: they are never credentials (RFC 6749 section 2.3.1). token
+// marks the token endpoint's request, whose grant_type may be of any JSON
+// type (parseJSONObject).
+func parseClientRequest(r *http.Request, token bool) (*clientRequest, error) {
+	params, err := parseBody(r, token)
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +106,7 @@ func parseClientRequest(r *http.Request) (*clientRequest, error) {
 // unread body, and wait for a client that stalls, before sending the answer.
 var errBodyTooLarge = invalidRequest("request body is larger than 64 KiB")
 
-func parseBody(r *http.Request) (url.Values, error) {
+func parseBody(r *http.Request, token bool) (url.Values, error) {
 	if r.ContentLength > MaxBodyBytes {
 		return nil, errBodyTooLarge
 	}
@@ -115,7 +132,7 @@ func parseBody(r *http.Request) (url.Values, error) {
 		}
 		params, err = parseForm(body)
 	case "application/json":
-		params, err = parseJSONObject(body)
+		params, err = parseJSONObject(body, token)
 	default:
 		return nil, invalidRequest("Content-Type must be application/x-www-form-urlencoded or application/json")
 	}
@@ -211,7 +228,13 @@ var knownParams = map[string]bool{
 // towards MaxParams: the decoder reads one member at a time and stops at
 // the one past the cap, so the rest of a body of thousands of members is
 // never decoded.
-func parseJSONObject(body []byte) (url.Values, error) {
+//
+// On the token endpoint (token), a grant_type that is not a string (123,
+// true, ["client_credentials"], an object) is a grant type that is not
+// client_credentials, answered unsupported_grant_type as any other (the
+// partner API's error table; RFC 6749 section 5.2), not invalid_request:
+// it is read as notAString.
+func parseJSONObject(body []byte, token bool) (url.Values, error) {
 	bad := invalidRequest("body must be form fields or a JSON object of string values")
 	dec := json.NewDecoder(bytes.NewReader(body))
 	tok, err := dec.Token()
@@ -247,6 +270,20 @@ func parseJSONObject(body []byte) (url.Values, error) {
 			}
 			continue
 		}
+		if token && key == "grant_type" {
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err != nil {
+				return nil, bad
+			}
+			var v *string
+			switch {
+			case json.Unmarshal(raw, &v) != nil:
+				params.Set(key, notAString)
+			case v != nil: // null: absent
+				params.Set(key, *v)
+			}
+			continue
+		}
 		vt, err := dec.Token()
 		if err != nil {
 			return nil, bad
@@ -267,6 +304,11 @@ func parseJSONObject(body []byte) (url.Values, error) {
 	}
 	return params, nil
 }
+
+// notAString is the grant_type of a JSON body whose grant_type is not a
+// string: no grant type's name (it has spaces), so it is answered as an
+// unsupported one.
+const notAString = "(not a string)"
 
 // parseCredentials reads client authentication: HTTP Basic (RFC 6749
 // section 2.3.1, RFC 7617) with id and secret form-urlencoded before base64,

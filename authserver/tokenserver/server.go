@@ -2,6 +2,7 @@ package tokenserver
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,11 +10,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-oauth2/oauth2/v4/manage"
-
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
+	"github.com/partnerapi/authplatform/pkg/clientcert"
 	"github.com/partnerapi/authplatform/pkg/clientip"
 	"github.com/partnerapi/authplatform/pkg/httpserver"
+	"github.com/partnerapi/authplatform/pkg/tracing"
 )
 
 // Config configures the token service's HTTP handler.
@@ -55,6 +56,21 @@ type Config struct {
 	// remembered in Redis until exp plus AssertionLeeway (0:
 	// DefaultMaxAssertionLifetime; at most MaxAssertionLifetimeLimit).
 	MaxAssertionLifetime time.Duration
+	// ClientCAs are the certificate authorities whose client certificates
+	// authenticate tls_client_auth clients (RFC 8705 section 2.1;
+	// --client-ca). Nil: no tls_client_auth client authenticates.
+	ClientCAs *x509.CertPool
+	// MTLS says that clients can reach the token endpoint over mutual TLS
+	// (this server ends TLS and asks for client certificates, or trusted
+	// proxies pass them: mtls.go): the metadata then names the mTLS
+	// authentication methods and tls_client_certificate_bound_access_tokens
+	// (RFC 8705 sections 2.1.1, 2.2.1 and 3.3).
+	MTLS bool
+	// MTLSBaseURL, when set, is the public base URL of the mTLS endpoints
+	// where it is not the issuer's (a host of its own that asks for client
+	// certificates): the metadata's mtls_endpoint_aliases (RFC 8705
+	// section 5).
+	MTLSBaseURL string
 	// Now is the clock for token times (nil: time.Now).
 	Now func() time.Time
 	// RateNow is the clock of the rate limits (nil: the Redis server's).
@@ -81,6 +97,11 @@ func (c Config) Validate() error {
 	if c.FailuresPerMinute < 0 || c.RepeatedFailuresPerMinute < 0 || c.AddressFailuresPerMinute < 0 {
 		errs = append(errs, errors.New("failures per minute must not be negative"))
 	}
+	if c.MTLSBaseURL != "" {
+		if err := accesstoken.CheckNames(c.MTLSBaseURL, c.Audience); err != nil || !strings.HasPrefix(c.MTLSBaseURL, "https://") {
+			errs = append(errs, fmt.Errorf("mTLS base URL %q: want an absolute https URL", c.MTLSBaseURL))
+		}
+	}
 	if c.MaxAssertionLifetime < 0 || c.MaxAssertionLifetime > MaxAssertionLifetimeLimit {
 		errs = append(errs, fmt.Errorf("max assertion lifetime %v: want at most %v (0: the default, %v)", c.MaxAssertionLifetime, MaxAssertionLifetimeLimit, DefaultMaxAssertionLifetime))
 	}
@@ -106,28 +127,40 @@ type Deps struct {
 	// nonces (RFC 9449 section 8; DPOP_NONCES=true): the same shared
 	// source the APIs' admission uses. Nil: no nonces.
 	Nonces nonceSource
+	// Tracing, when set, runs every request in a server span (the base
+	// layer's), with child spans for the signature and jwks_uri fetches.
+	// Nil: tracing off.
+	Tracing *tracing.Tracing
 }
 
 // Server is the token service's HTTP handler.
 type Server struct {
-	log     *slog.Logger
-	cfg     Config
-	reg     registry
-	manager *manage.Manager
-	keys    signingKeys
-	tokens  tokenVerifier
-	ceiling *addressCeiling
-	ready   func(ctx context.Context) error
-	metrics recorder
-	nonces  nonceSource
-	meta    []byte
-	mux     http.Handler
+	log *slog.Logger
+	cfg Config
+	reg registry
+	// managers issue tokens through go-oauth2 (oauth2adapter.go); store
+	// is their token store, through which revocation goes too.
+	managers *managers
+	store    selfContained
+	keys     signingKeys
+	tokens   tokenVerifier
+	ceiling  *addressCeiling
+	ready    func(ctx context.Context) error
+	metrics  recorder
+	nonces   nonceSource
+	meta     []byte
+	mux      http.Handler
 	// assertionKeys caches clients' public keys (private_key_jwt);
 	// audiences are the "aud" values a client assertion may carry.
 	assertionKeys *assertionKeys
 	audiences     []string
-	// tokenURL is the token endpoint's public URL: a DPoP proof's htu.
-	tokenURL string
+	// tokenURL is the token endpoint's public URL: a DPoP proof's htu;
+	// mtlsTokenURL its mutual-TLS alias (Config.MTLSBaseURL), "" without
+	// one, which a proof's htu and an assertion's aud may name too (RFC
+	// 8705 section 5).
+	tokenURL, mtlsTokenURL string
+	// certs reads requests' client certificates (mtls.go).
+	certs clientcert.Source
 }
 
 // NewServer wires the token service; a nil logger discards. It returns an
@@ -158,14 +191,15 @@ func NewServer(logger *slog.Logger, cfg Config, deps Deps) (*Server, error) {
 	if cfg.MaxAssertionLifetime == 0 {
 		cfg.MaxAssertionLifetime = DefaultMaxAssertionLifetime
 	}
-	meta, err := buildMetadata(cfg.Issuer)
+	meta, err := buildMetadata(cfg)
 	if err != nil {
 		return nil, err
 	}
 	if deps.Metrics == nil {
 		deps.Metrics = noMetrics{}
 	}
-	s := &Server{log: logger, cfg: cfg, reg: deps.Registry, keys: deps.Keys, tokens: deps.Tokens, metrics: deps.Metrics, nonces: deps.Nonces}
+	s := &Server{log: logger, cfg: cfg, reg: deps.Registry, keys: deps.Keys, tokens: deps.Tokens, metrics: deps.Metrics, nonces: deps.Nonces,
+		certs: clientcert.Source{Trust: cfg.Trust}}
 	if s.ceiling, err = newAddressCeiling(cfg.AddressFailuresPerMinute, s.rateClock); err != nil {
 		return nil, err
 	}
@@ -177,8 +211,13 @@ func NewServer(logger *slog.Logger, cfg Config, deps Deps) (*Server, error) {
 	// token endpoint's URL.
 	s.tokenURL = strings.TrimSuffix(cfg.Issuer, "/") + PathToken
 	s.audiences = []string{cfg.Issuer, s.tokenURL}
-	s.manager = newManager(&generator{keys: deps.Keys, now: cfg.Now})
-	s.mux = httpserver.Base{Logger: logger, Trust: cfg.Trust, MaxBodyBytes: MaxBodyBytes, Observer: s.metrics}.Wrap(httpserver.NewRouter(s.routes(), s.misrouted))
+	if cfg.MTLSBaseURL != "" {
+		s.mtlsTokenURL = strings.TrimSuffix(cfg.MTLSBaseURL, "/") + PathToken
+		s.audiences = append(s.audiences, s.mtlsTokenURL)
+	}
+	s.store = selfContained{tokens: deps.Tokens, reg: deps.Registry}
+	s.managers = newManagers(deps.Registry, s.store, &generator{keys: deps.Keys, now: cfg.Now})
+	s.mux = httpserver.Base{Logger: logger, Trust: cfg.Trust, MaxBodyBytes: MaxBodyBytes, Observer: s.metrics, Tracing: deps.Tracing}.Wrap(httpserver.NewRouter(s.routes(), s.misrouted))
 	return s, nil
 }
 
@@ -186,7 +225,7 @@ func NewServer(logger *slog.Logger, cfg Config, deps Deps) (*Server, error) {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
 func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, http.Header{"Cache-Control": {"no-store"}}, map[string]string{"status": "ok"})
+	answers.Write(w, http.StatusOK, http.Header{"Cache-Control": {"no-store"}}, map[string]string{"status": "ok"})
 }
 
 func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
@@ -199,5 +238,5 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 		httpserver.WriteDetail(w, http.StatusServiceUnavailable, http.Header{"Retry-After": {"5"}, "Cache-Control": {"no-store"}}, "redis unavailable")
 		return
 	}
-	writeJSON(w, http.StatusOK, http.Header{"Cache-Control": {"no-store"}}, map[string]string{"status": "ok"})
+	answers.Write(w, http.StatusOK, http.Header{"Cache-Control": {"no-store"}}, map[string]string{"status": "ok"})
 }

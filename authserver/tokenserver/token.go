@@ -15,6 +15,9 @@ type registry interface {
 	Authenticate(ctx context.Context, a clients.Attempt) (clients.Authentication, error)
 	ClientKeys(ctx context.Context, id string) (clients.ClientKeys, error)
 	RevokeToken(ctx context.Context, t clients.TokenRef, expires time.Time) error
+	// GetClient reads a client's record (go-oauth2's client store,
+	// registryClients).
+	GetClient(ctx context.Context, id string) (clients.Client, error)
 }
 
 // handleToken serves POST /api/v1/oauth/token/ (RFC 6749 sections 4.4, 5):
@@ -24,7 +27,7 @@ type registry interface {
 // to the proof's key when there is one (RFC 9449 section 5).
 func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	req, err := parseClientRequest(r)
+	req, err := s.parse(r, true)
 	if err != nil {
 		s.refuse(ctx, w, r, credentials{}, err, counted)
 		return
@@ -50,7 +53,7 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 		s.refuse(ctx, w, r, req.Client, err, notCounted)
 		return
 	}
-	writeJSONText(w, http.StatusOK, noStoreHeader, body.appendJSON)
+	answers.WriteText(w, http.StatusOK, noStoreHeader, body.appendJSON)
 	s.metrics.TokenIssued()
 }
 

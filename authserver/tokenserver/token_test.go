@@ -138,8 +138,8 @@ func TestTokenEndpoint(t *testing.T) {
 		{name: "2 json null repeated", ct: jsonType, body: `{"grant_type":"client_credentials","scope":null,"scope":"x"}`, mods: mods(basic(hosp, hospSecret)), status: 400, want: bodyInvalidRequest(`parameter "scope" is repeated`)},
 		{name: "2 json scope array", ct: jsonType, body: `{"grant_type":"client_credentials","scope":["a"]}`, mods: mods(basic(hosp, hospSecret)), status: 400, want: bodyInvalidRequest(`value of "scope" must be a string`)},
 		{name: "2 json client_id bool", ct: jsonType, body: `{"grant_type":"client_credentials","client_id":true}`, mods: mods(basic(hosp, hospSecret)), status: 400, want: bodyInvalidRequest(`value of "client_id" must be a string`)},
-		{name: "2 json nested object", ct: jsonType, body: `{"grant_type":{"value":"client_credentials"}}`, mods: mods(basic(hosp, hospSecret)), status: 400, want: bodyInvalidRequest(`value of "grant_type" must be a string`)},
-		{name: "2 json array value", ct: jsonType, body: `{"grant_type":["client_credentials"]}`, mods: mods(basic(hosp, hospSecret)), status: 400, want: bodyInvalidRequest(`value of "grant_type" must be a string`)},
+		{name: "2 json nested object", ct: jsonType, body: `{"grant_type":{"value":"client_credentials"}}`, mods: mods(basic(hosp, hospSecret)), status: 400, want: bodyUnsupported},
+		{name: "2 json array value", ct: jsonType, body: `{"grant_type":["client_credentials"]}`, mods: mods(basic(hosp, hospSecret)), status: 400, want: bodyUnsupported},
 		{name: "2 json duplicate key", ct: jsonType, body: `{"grant_type":"client_credentials","grant_type":"client_credentials"}`, mods: mods(basic(hosp, hospSecret)), status: 400, want: bodyInvalidRequest(errRepeatG)},
 		{name: "2 json trailing data", ct: jsonType, body: jsonBody(hospForm...) + "{}", status: 400, want: bodyInvalidRequest(errBody)},
 		{name: "2 json truncated", ct: jsonType, body: `{"grant_type":"client_credentials"`, status: 400, want: bodyInvalidRequest(errBody)},
@@ -336,7 +336,7 @@ func TestNoSecretsLogged(t *testing.T) {
 	}
 }
 
-// TestSharedHeaderValues: the field values every answer shares (writeJSON)
+// TestSharedHeaderValues: the field values every answer shares (answers)
 // are the same after answers that add fields of their own (a challenge,
 // Connection: close, Retry-After) as before, and each answer carries them.
 func TestSharedHeaderValues(t *testing.T) {
@@ -366,7 +366,7 @@ func TestSharedHeaderValues(t *testing.T) {
 			t.Errorf("noStoreHeader[%s] = %q (cap %d), want %q", k, got, cap(got), want)
 		}
 	}
-	if len(noStoreHeader) != 2 || !slices.Equal(jsonContentTypeValue, []string{"application/json; charset=utf-8"}) {
-		t.Errorf("shared values changed: %v, %q", noStoreHeader, jsonContentTypeValue)
+	if len(noStoreHeader) != 2 {
+		t.Errorf("shared values changed: %v", noStoreHeader)
 	}
 }

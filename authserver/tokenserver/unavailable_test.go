@@ -1,6 +1,7 @@
 package tokenserver
 
 import (
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/redisconn"
 	"github.com/partnerapi/authplatform/pkg/redistest"
+	"github.com/partnerapi/authplatform/pkg/testwait"
 )
 
 // TestRedisUnavailable (point 8): with its Redis gone the service answers
@@ -52,14 +54,13 @@ func TestRedisUnavailable(t *testing.T) {
 
 	srv.Start()
 	// go-redis redials in the background after failed dials; wait until the
-	// service reports ready (a condition, not a duration).
-	deadline := time.Now().Add(15 * time.Second)
-	for get(t, e.url+"/readyz").Status != http.StatusOK {
-		if time.Now().After(deadline) {
-			t.Fatal("the service did not become ready after Redis restarted")
+	// service reports ready.
+	testwait.Until(t, 15*time.Second, "the service ready after Redis restarted", func() error {
+		if r := get(t, e.url+"/readyz"); r.Status != http.StatusOK {
+			return fmt.Errorf("/readyz %d %s", r.Status, r.Body)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 	tokenReply(t, post(t, e.url+PathToken, formType, grant(), basic(id, secret)), "events.subscribe")
 	r = introspect(t, e.url, id, secret, tok)
 	wantStatus(t, r, http.StatusOK)

@@ -156,8 +156,9 @@ type scenarioParts struct {
 	Runs     int
 	PerReq   map[string]time.Duration
 	// Total is the whole profiles' time per request, Proc the server's
-	// CPU per request by /proc over the same runs.
-	Total, Proc time.Duration
+	// CPU per request by /proc over the same runs, Redis every
+	// redis-server's (which no profile of the server holds).
+	Total, Proc, Redis time.Duration
 }
 
 // cpuPartsOf pools the profiled runs of each scenario at the largest
@@ -173,7 +174,7 @@ func cpuPartsOf(runs []measurement) ([]scenarioParts, error) {
 	for _, sc := range scenarioOrder {
 		sum := map[string]time.Duration{}
 		var requests int64
-		var total, proc time.Duration
+		var total, proc, redis time.Duration
 		n := 0
 		for _, m := range runs {
 			if m.Scenario != sc || m.Size != size || m.Profile == "" || m.Wrk.Requests <= 0 {
@@ -189,6 +190,7 @@ func cpuPartsOf(runs []measurement) ([]scenarioParts, error) {
 			}
 			requests += m.Wrk.Requests
 			proc += m.ServerCPU
+			redis += m.RedisCPU
 			n++
 		}
 		if n == 0 {
@@ -199,7 +201,7 @@ func cpuPartsOf(runs []measurement) ([]scenarioParts, error) {
 			per[row] = d / time.Duration(requests)
 		}
 		out = append(out, scenarioParts{Scenario: sc, Runs: n, PerReq: per,
-			Total: total / time.Duration(requests), Proc: proc / time.Duration(requests)})
+			Total: total / time.Duration(requests), Proc: proc / time.Duration(requests), Redis: redis / time.Duration(requests)})
 	}
 	return out, nil
 }
@@ -207,10 +209,10 @@ func cpuPartsOf(runs []measurement) ([]scenarioParts, error) {
 // floorForParts is the floor each endpoint's excess is shown over: the
 // floor that makes the endpoint's own Redis script where there is one.
 func floorForParts(sc string) string {
-	if f := authFloorOf[sc]; f != "" {
+	if f := scenarioOf(sc).AuthFloor; f != "" {
 		return f
 	}
-	return floorOf[sc]
+	return scenarioOf(sc).Floor
 }
 
 // writeCPUParts writes the report's "Where the CPU goes" (--profiles).
@@ -218,13 +220,14 @@ func writeCPUParts(w io.Writer, parts []scenarioParts, dir string) {
 	if len(parts) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\n## Where the CPU goes (--profiles %s)\n\n", dir)
+	fmt.Fprintf(w, "\n### Where the CPU goes (--profiles %s)\n\n", dir)
 	fmt.Fprintln(w, "A CPU profile of the process serving each run at the largest registry (the servers' own profiles, the")
 	fmt.Fprintln(w, "ceiling's --pprof-addr; kept in that directory), its time divided by the requests wrk completed, pooled")
 	fmt.Fprintln(w, "over the repetitions. Each sample counts once, under the innermost of its frames that a row names: a")
 	fmt.Fprintln(w, "write(2) under go-redis is go-redis's, one under net/http's answer net/http's; an allocation is its")
 	fmt.Fprintln(w, "caller's. The columns after the scenarios are each endpoint's CPU per request over its floor's: where")
-	fmt.Fprintln(w, "what the endpoint spends beyond the floor goes. The runs ran under the profiler, which costs a little.")
+	fmt.Fprintln(w, "what the endpoint spends beyond the floor goes. Redis's CPU (by /proc, no profile's) is given beside")
+	fmt.Fprintln(w, "the server's. The runs ran under the profiler, which costs a little.")
 	fmt.Fprintln(w)
 	by := map[string]scenarioParts{}
 	head, rule := "| µs per request |", "|---|"
@@ -271,6 +274,7 @@ func writeCPUParts(w io.Writer, parts []scenarioParts, dir string) {
 	}
 	row("**the whole profile**", func(p scenarioParts) time.Duration { return p.Total })
 	row("the server's CPU by /proc, the same runs", func(p scenarioParts) time.Duration { return p.Proc })
+	row("Redis's CPU by /proc, the same runs (every redis-server)", func(p scenarioParts) time.Duration { return p.Redis })
 	runs := "| profiled runs |"
 	for _, p := range parts {
 		runs += fmt.Sprintf(" %d |", p.Runs)
@@ -279,4 +283,35 @@ func writeCPUParts(w io.Writer, parts []scenarioParts, dir string) {
 		runs += " |"
 	}
 	fmt.Fprintln(w, runs)
+	for _, pr := range pairs {
+		fmt.Fprintf(w, "\n%s\n", excessSummary(by[pr.endpoint], by[pr.floor]))
+	}
+}
+
+// excessSummary says in a sentence what an endpoint spends beyond its
+// floor, per request: in all, in Redis, and its largest parts (up to
+// four, those of at least 0.5 µs).
+func excessSummary(endpoint, floor scenarioParts) string {
+	type part struct {
+		name string
+		d    time.Duration
+	}
+	var parts []part
+	for _, name := range partRows() {
+		if d := endpoint.PerReq[name] - floor.PerReq[name]; d >= 500*time.Nanosecond {
+			parts = append(parts, part{name, d})
+		}
+	}
+	slices.SortStableFunc(parts, func(a, b part) int { return int(b.d - a.d) })
+	us := func(d time.Duration) string { return fmt.Sprintf("%+.1f µs", float64(d)/float64(time.Microsecond)) }
+	out := fmt.Sprintf("%s over %s: %s of the server's CPU per request by its profiles (%s by /proc), %s of Redis's",
+		endpoint.Scenario, floor.Scenario, us(endpoint.Total-floor.Total), us(endpoint.Proc-floor.Proc), us(endpoint.Redis-floor.Redis))
+	if len(parts) == 0 {
+		return out + "."
+	}
+	var named []string
+	for _, p := range parts[:min(4, len(parts))] {
+		named = append(named, p.name+" "+us(p.d))
+	}
+	return out + "; the most of it: " + strings.Join(named, ", ") + "."
 }

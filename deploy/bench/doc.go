@@ -6,6 +6,10 @@
 // drives each endpoint with wrk at a fixed concurrency:
 //
 //   - token:      POST /api/v1/oauth/token/ (HTTP Basic, rotating over clients)
+//   - token-tls, token-tls-keepalive: the token load over TLS ended by a
+//     second authserver (--tls-cert), each request with a client
+//     certificate, a new connection per request or kept ones; a Go load
+//     generator (tlsload.go), as wrk presents no client certificate
 //   - me:         GET  /api/v1/me/ (bearer tokens, rotating over clients)
 //   - me-dpop:    GET  /api/v1/me/ with DPoP-bound tokens (Authorization:
 //     DPoP and a DPoP proof per request, RFC 9449 section 7.1)
@@ -54,7 +58,9 @@
 // dpop.ReplayTTL, 66 s, x bytes).
 //
 // It repeats every scenario, at every registry size (the number of clients
-// in Redis), and prints a Markdown table of medians: successful requests per
+// in Redis), and prints a Markdown report: its Redis topology, the exact
+// command, the machine (CPU model, CPUs, cores, kernel, tools), the
+// settings, the targets met and missed, then a table of medians: successful requests per
 // second, latency percentiles, errors, CPU time per request of the server and
 // of Redis, peak RSS, the ratios to the two ceilings, and PASS or MISS per
 // target of the performance issue. Every run is listed too, with its read
@@ -62,9 +68,9 @@
 // requests shared one pipelined write).
 //
 //	go run ./deploy/bench [--concurrency 64] [--duration 20s] [--reps 3]
-//	                      [--clients 1,100000] [--out FILE] [--quick]
+//	                      [--clients 1,1000,100000] [--scenarios A,B] [--out FILE] [--quick]
 //	                      [--autopipeline[=auto|true|false]] [--redis-cluster N [--redis-cluster-replicas R]]
-//	                      [--hydra-bin PATH] [--pgo-out DIR]
+//	                      [--hydra-bin PATH] [--pgo-out DIR] [--profiles DIR]
 //
 // --redis-cluster N runs a Redis Cluster of N primaries instead of the one
 // redis-server (0, the default: one node), each with R replicas
@@ -115,15 +121,30 @@
 // read with github.com/google/pprof/profile, each sample under the
 // innermost frame a part names, pooled over the repetitions; and each
 // endpoint's CPU over its floor's (token over authsign, introspect over
-// authcheck, me over admit), part by part: what issue 28 asks of a missed
+// authcheck, me over admit), part by part, with Redis's CPU beside and a
+// sentence naming the largest parts: what issue 28 asks of a missed
 // target, where the time goes and what floor remains, from one command.
 //
 // The report also lists every run with its "machine share", the fraction
 // of the machine's CPU that the server, Redis and wrk got: on a shared
 // machine a low share marks a run disturbed by other work.
 //
+// --out FILE also writes the report into FILE, the results file
+// (results.go) that only the harness writes: a generated header, then one
+// section per Redis topology (one node; a Redis Cluster under
+// --redis-cluster), each the report of that topology's latest run between
+// marker lines carrying its checksum. A run replaces its topology's
+// section and keeps the other's; the harness refuses, before it starts, a
+// FILE it did not write or whose sections were edited by hand. The
+// module's is deploy/bench/RESULTS.md:
+//
+//	go run ./deploy/bench --out deploy/bench/RESULTS.md
+//	go run ./deploy/bench --redis-cluster 3 --redis-cluster-replicas 1 --out deploy/bench/RESULTS.md
+//
+// A scenario is one row of the scenario table (scenarios.go): its name,
+// label, the server and path it loads, the kind of load (a wrk script
+// under wrk/), its floors and what it is compared with.
+//
 // It needs redis-server and wrk (Debian packages redis-server and wrk);
-// --install runs apt-get for whichever is missing. RESULTS.md holds the
-// last full run on the development machine; PROFILES.md what bounds each
-// endpoint, from CPU profiles under this load.
+// --install runs apt-get for whichever is missing.
 package main

@@ -221,7 +221,7 @@ func writeDPoP(w io.Writer, runs []measurement) {
 		}
 		if !header {
 			header = true
-			fmt.Fprintf(w, "\n## DPoP replay records (me-dpop)\n\n")
+			fmt.Fprintf(w, "\n### DPoP replay records (me-dpop)\n\n")
 			fmt.Fprintf(w, "Each proof's jti is recorded in Redis for dpop.ReplayTTL = %s; counted after each measured run (those of the\n", wholeSeconds(ttl))
 			fmt.Fprintf(w, "warm-up deleted before it), MEMORY USAGE sampled over up to %d records; projected: req/s x %s x bytes/record.\n", dpopSampled, wholeSeconds(ttl))
 			fmt.Fprintf(w, "Runs of me-dpop last at most %s: proofs are signed before the run and accepted only within %s of their iat.\n\n",

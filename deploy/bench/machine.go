@@ -22,22 +22,45 @@ func describeMachine(ctx context.Context) []string {
 		l, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
 		return l
 	}
-	model := "unknown"
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, l := range strings.Split(string(b), "\n") {
-			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
-				model = strings.TrimSpace(v)
-				break
-			}
-		}
-	}
+	info, _ := os.ReadFile("/proc/cpuinfo")
+	model, cores := cpuInfo(string(info))
 	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
 	return []string{
 		"Date: " + time.Now().UTC().Format("2006-01-02 15:04 MST"),
-		fmt.Sprintf("Machine: %d CPUs (nproc), %s, Linux %s; load average at the start: %s",
-			runtime.NumCPU(), model, strings.TrimSpace(string(kernel)), loadAverage()),
+		fmt.Sprintf("Machine: %s, %d CPUs (nproc), %s, Linux %s; load average at the start: %s",
+			model, runtime.NumCPU(), cores, strings.TrimSpace(string(kernel)), loadAverage()),
 		"Go: " + firstLine("go", "version") + "; " + firstLine("redis-server", "--version") + "; " + firstLine("wrk", "--version"),
 	}
+}
+
+// cpuInfo is the CPU model and the physical cores /proc/cpuinfo's text
+// names: its distinct (physical id, core id) pairs, which a CPU's
+// hyperthreads share ("cores unknown" where it lists none, as some
+// virtual machines do).
+func cpuInfo(text string) (model, cores string) {
+	model = "CPU model unknown"
+	seen := map[[2]string]bool{}
+	var phys string
+	for _, l := range strings.Split(text, "\n") {
+		k, v, ok := strings.Cut(l, ":")
+		if !ok {
+			continue
+		}
+		switch k, v = strings.TrimSpace(k), strings.TrimSpace(v); k {
+		case "model name":
+			if model == "CPU model unknown" {
+				model = v
+			}
+		case "physical id":
+			phys = v
+		case "core id":
+			seen[[2]string{phys, v}] = true
+		}
+	}
+	if len(seen) == 0 {
+		return model, "cores unknown"
+	}
+	return model, plural(len(seen), "core", "cores")
 }
 
 func loadAverage() string {

@@ -3,6 +3,8 @@ package main
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,6 +24,7 @@ import (
 	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/tracing"
 )
 
 func main() {
@@ -48,6 +51,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	logf := func(format string, a ...any) { fmt.Fprintf(stderr, "bench: "+format+"\n", a...) }
+	if cfg.Out != "" {
+		// The file is the harness's own (results.go): refuse another
+		// before minutes of load, not after.
+		if _, err := readResults(cfg.Out); err != nil {
+			return err
+		}
+	}
 	if err := ensureTools(ctx, cfg.Install, stderr); err != nil {
 		return err
 	}
@@ -71,19 +81,33 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	st := &stack{cfg: cfg, dir: dir, bins: bins, logf: logf, lastRate: map[string]float64{}}
+	// The harness's OTEL_* variables go to both servers: tracing on in the
+	// run when an OTLP endpoint is set (deploy/docs/tracing.md, "Cost").
+	var traced []string // what the report says of them: no header's value
+	for _, name := range tracing.Variables {
+		if v := getenv(name); v != "" {
+			st.otel = append(st.otel, name+"="+v)
+			if name == tracing.EnvHeaders || name == tracing.EnvTracesHeaders {
+				v = "(set)"
+			}
+			traced = append(traced, name+"="+v)
+		}
+	}
 	defer st.stop()
 	if err := st.start(ctx); err != nil {
 		return err
 	}
 
 	machine := describeMachine(ctx)
-	rep := report{Machine: machine, CPUs: runtime.NumCPU(), Settings: []string{
+	rep := report{Command: commandLine(args), Machine: machine, CPUs: runtime.NumCPU(), Settings: []string{
 		fmt.Sprintf("Load: wrk, %d connections over %d threads, %s per run after %s of warm-up, %d repetition(s), interleaved; spread over up to %s clients (tokens fetched beforehand)",
 			cfg.Concurrency, cfg.Threads, wholeSeconds(cfg.Duration), wholeSeconds(cfg.Warmup), cfg.Reps, fmtInt(int64(cfg.LoadClients))),
-		"Command: " + commandLine(args),
 		"Servers: authserver, resourceserver and ceiling as separate processes on 127.0.0.1, LOG_LEVEL=" + cmp.Or(cfg.LogLevel, "(default: info)") + ", " + describePipelining(cfg) + ", logs to files; " + describeTopology(cfg) + "; wrk on the same machine",
 		describeBuild(ctx, bins),
 	}}
+	if len(traced) > 0 {
+		rep.Settings = append(rep.Settings, "Tracing (both servers): "+strings.Join(traced, " "))
+	}
 	if cfg.PGOOut != "" {
 		rep.Settings = append(rep.Settings, "Profiled (--pgo-out "+cfg.PGOOut+"): the token, introspect and me runs ran under the servers' CPU profiler, which costs them a little; measure without it")
 	}
@@ -174,7 +198,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 					}
 					d = hydraData
 				}
-				if hotOf[sc] != "" {
+				if scenarioOf(sc).Hot != "" {
 					if hotData == nil {
 						continue
 					}
@@ -210,10 +234,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	if cfg.Out != "" {
-		if err := os.WriteFile(cfg.Out, []byte(out.String()), 0o644); err != nil {
+		if err := writeResults(cfg.Out, topologyOf(cfg).Key, out.String()); err != nil {
 			return err
 		}
-		logf("wrote %s", cfg.Out)
+		logf("wrote the %s section of %s", topologyOf(cfg).Title, cfg.Out)
 	}
 	return nil
 }
@@ -222,11 +246,24 @@ func wholeSeconds(d time.Duration) string {
 	return strconv.Itoa(int((d+time.Second-1)/time.Second)) + " s"
 }
 
+// commandLine is the run's command as a shell takes it: go run
+// ./deploy/bench and the arguments, each quoted where a shell would read
+// it otherwise.
 func commandLine(args []string) string {
-	if len(args) <= 1 {
-		return "go run ./deploy/bench"
+	words := []string{"go", "run", "./deploy/bench"}
+	for _, a := range args[1:] {
+		words = append(words, shellQuote(a))
 	}
-	return "go run ./deploy/bench " + strings.Join(args[1:], " ")
+	return strings.Join(words, " ")
+}
+
+// shellQuote is a in single quotes unless it is made only of characters
+// no shell treats specially.
+func shellQuote(a string) string {
+	if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+=.,:/@%") == "" {
+		return a
+	}
+	return "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 }
 
 // stack is the processes under test and what talks to them.
@@ -235,6 +272,8 @@ type stack struct {
 	dir  string
 	bins binaries
 	logf func(string, ...any)
+	// otel are the OTEL_* variables both servers are given (package tracing).
+	otel []string
 
 	auth, resource, ceiling *process
 	// hydra is Ory Hydra (--hydra-bin; nil without), on its two URLs, and
@@ -259,6 +298,13 @@ type stack struct {
 	// the CPU profiles taken so far for writePGO (pgo.go).
 	pprofURL map[string]string
 	profiles map[string][]string
+	// authTLS is the authserver that ends TLS itself, for the token-tls
+	// scenarios (tlsload.go), with the roots and the client certificate
+	// its load uses.
+	authTLS       *process
+	authTLSURL    string
+	tlsRoots      *x509.CertPool
+	tlsClientCert tls.Certificate
 }
 
 // start starts Redis, the authserver with fresh keys, the first client,
@@ -308,6 +354,7 @@ func (s *stack) start(ctx context.Context) error {
 	if s.cfg.LogLevel != "" {
 		env = append(env, "LOG_LEVEL="+s.cfg.LogLevel)
 	}
+	env = append(env, s.otel...)
 
 	s.pprofURL, s.profiles = map[string]string{}, map[string][]string{}
 	authEnv, err := s.serverEnv(env, "authserver")
@@ -324,6 +371,9 @@ func (s *stack) start(ctx context.Context) error {
 		return err
 	}
 	if err := waitHTTP(ctx, s.auth, s.authURL+"/readyz"); err != nil {
+		return err
+	}
+	if err := s.startAuthTLS(ctx, env, keys); err != nil {
 		return err
 	}
 	s.reg = &registry{
@@ -345,7 +395,7 @@ func (s *stack) start(ctx context.Context) error {
 	s.resourceURL = "http://127.0.0.1:" + strconv.Itoa(port)
 	if s.resource, err = startProcess("resourceserver", s.dir, s.bins.resource, []string{"serve",
 		"--addr", "127.0.0.1:" + strconv.Itoa(port), "--jwks-url", s.authURL + "/.well-known/jwks.json",
-		"--issuer", s.authURL, "--audience", audience}, resourceEnv); err != nil {
+		"--issuer", s.authURL, "--audience", audience, "--base-url", s.resourceURL}, resourceEnv); err != nil {
 		return err
 	}
 	if err := waitHTTP(ctx, s.resource, s.resourceURL+"/readyz"); err != nil {
@@ -389,7 +439,7 @@ func (s *stack) start(ctx context.Context) error {
 }
 
 func (s *stack) stop() {
-	for _, p := range []*process{s.hydra, s.ceiling, s.resource, s.auth} {
+	for _, p := range []*process{s.hydra, s.ceiling, s.resource, s.authTLS, s.auth} {
 		p.stop()
 	}
 	if s.rdb != nil {

@@ -16,41 +16,28 @@ import (
 // reset, a warm-up, then the measured run with the CPU time of the server
 // and Redis read around it.
 func (s *stack) measure(ctx context.Context, sc string, size, rep int, scripts map[string]string, data dataFiles) (measurement, error) {
-	var (
-		proc       *process
-		base, path string
-		kind       = sc
-	)
-	switch sc {
-	case scToken, scTokenHot:
-		proc, base, path, kind = s.auth, s.authURL, "/api/v1/oauth/token/", scToken
-	case scIntrospect:
-		proc, base, path = s.auth, s.authURL, "/api/v1/oauth/introspect/"
-	case scMeDPoP:
-		proc, base, path = s.resource, s.resourceURL, "/api/v1/me/"
-	case scMe, scMeHot:
-		proc, base, path, kind = s.resource, s.resourceURL, "/api/v1/me/", scMe
-	case scBare, scRedis:
-		proc, base, path, kind = s.ceiling, s.ceilURL, "/"+sc, scMe
-	case scSign:
-		proc, base, path, kind = s.ceiling, s.ceilURL, "/sign", scToken
-	case scAdmit:
-		proc, base, path, kind = s.ceiling, s.ceilURL, "/admit", scMe
-	case scAuthSign:
-		proc, base, path, kind = s.ceiling, s.ceilURL, "/authsign", scToken
-	case scAuthCheck:
-		proc, base, path, kind = s.ceiling, s.ceilURL, "/authcheck", scIntrospect
-	case scHydraToken:
-		proc, base, path, kind = s.hydra, s.hydraPublicURL, "/oauth2/token", scToken
-	case scHydraIntrospect:
-		proc, base, path, kind = s.hydra, s.hydraAdminURL, "/admin/oauth2/introspect", scIntrospect
-	default:
-		return measurement{}, fmt.Errorf("unknown scenario %q", sc)
+	def := scenarioOf(sc)
+	proc, base := s.serverOf(def)
+	if proc == nil {
+		return measurement{}, fmt.Errorf("unknown scenario %q or its server not started", sc)
 	}
+	path, kind := def.Path, def.Load
 	if err := clearRateLogs(ctx, s.rdb); err != nil {
 		return measurement{}, err
 	}
 	run := wrkRun{Script: scripts[kind], URL: base, Data: data[kind], Path: path, Threads: s.cfg.Threads, Connections: s.cfg.Concurrency}
+	// The token-tls loads run in process (tlsload.go) on the token load's
+	// credentials.
+	tlsKind := kind == loadTokenTLS || kind == loadTokenTLSKeepAlive
+	if tlsKind {
+		run.Data = data[loadToken]
+	}
+	runLoad := func(ctx context.Context, r wrkRun) (wrkResult, time.Duration, string, error) {
+		if tlsKind {
+			return s.tlsLoad(ctx, r, kind == loadTokenTLSKeepAlive)
+		}
+		return r.run(ctx)
+	}
 	m := measurement{Scenario: sc, Size: size, Rep: rep, PeakReset: resetPeakRSS(proc.pid())}
 	if s.cfg.Warmup > 0 {
 		warm := run
@@ -58,7 +45,7 @@ func (s *stack) measure(ctx context.Context, sc string, size, rep int, scripts m
 		if err := s.dpopPrepare(ctx, sc, &warm, "warm"); err != nil {
 			return measurement{}, err
 		}
-		if _, _, _, err := warm.run(ctx); err != nil {
+		if _, _, _, err := runLoad(ctx, warm); err != nil {
 			return measurement{}, err
 		}
 	}
@@ -71,7 +58,7 @@ func (s *stack) measure(ctx context.Context, sc string, size, rep int, scripts m
 	rcpu0, err2 := s.redisCPU()
 	calls0, err6 := s.calls(proc)
 	profiled := s.profile(ctx, sc, size, rep)
-	res, wrkCPU, out, err := run.run(ctx)
+	res, wrkCPU, out, err := runLoad(ctx, run)
 	if err != nil {
 		return measurement{}, err
 	}
@@ -114,6 +101,27 @@ func (s *stack) measure(ctx context.Context, sc string, size, rep int, scripts m
 		m.RedisCPU += rcpu1[i] - rcpu0[i]
 	}
 	return m, nil
+}
+
+// serverOf is the process a scenario measures and the URL its requests
+// go to (nil for an unknown scenario, or Hydra's without --hydra-bin).
+func (s *stack) serverOf(def scenario) (*process, string) {
+	switch def.Server {
+	case srvAuth:
+		return s.auth, s.authURL
+	case srvAuthTLS:
+		return s.authTLS, s.authTLSURL
+	case srvResource:
+		return s.resource, s.resourceURL
+	case srvCeiling:
+		return s.ceiling, s.ceilURL
+	case srvHydra:
+		if def.Admin {
+			return s.hydra, s.hydraAdminURL
+		}
+		return s.hydra, s.hydraPublicURL
+	}
+	return nil, ""
 }
 
 // redisCPU is the CPU time of every redis-server process, in the order of

@@ -202,7 +202,7 @@ func TestReportPerNodeCPU(t *testing.T) {
 	}
 	report{Runs: []measurement{m}, CPUs: 2, RedisNodes: []string{"a (primary)", "b (primary)", "c (replica of a)"}}.write(&cluster, cfg)
 	out := cluster.String()
-	for _, want := range []string{"### Redis CPU/req per node", "3. c (replica of a)", "| scenario | clients | rep | node 1 | node 2 | node 3 |",
+	for _, want := range []string{"#### Redis CPU/req per node", "3. c (replica of a)", "| scenario | clients | rep | node 1 | node 2 | node 3 |",
 		"| me | 100 | 1 | 10 µs | 20 µs | 30 µs |"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("cluster report lacks %q:\n%s", want, out)
@@ -212,7 +212,7 @@ func TestReportPerNodeCPU(t *testing.T) {
 
 func TestConfigHydra(t *testing.T) {
 	cfg, err := parseConfig(nil)
-	if err != nil || cfg.HydraBin != "" || !slices.Equal(cfg.Scenarios, []string{scBare, scRedis, scSign, scAdmit, scAuthSign, scAuthCheck, scToken, scMe, scMeDPoP, scIntrospect, scTokenHot, scMeHot}) {
+	if err != nil || cfg.HydraBin != "" || !slices.Equal(cfg.Scenarios, []string{scBare, scRedis, scSign, scAdmit, scAuthSign, scAuthCheck, scToken, scTokenTLS, scTokenTLSKeepAlive, scMe, scMeDPoP, scIntrospect, scTokenHot, scMeHot}) {
 		t.Errorf("default: hydra %q, scenarios %q, %v; want no Hydra and every other scenario", cfg.HydraBin, cfg.Scenarios, err)
 	}
 	cfg, err = parseConfig([]string{"--hydra-bin", "/opt/hydra"})
@@ -261,7 +261,7 @@ func TestReportHydra(t *testing.T) {
 	}
 	report{Runs: append(ours, hydra...), CPUs: 2, Hydra: "Ory Hydra (test)."}.write(&with, cfg)
 	out := with.String()
-	side := section(out, "## Side by side with Ory Hydra", "## Targets")
+	side := section(out, "### Side by side with Ory Hydra", "### Targets")
 	for _, want := range []string{
 		"Ory Hydra (test).",
 		"| endpoint | clients in Redis | ours req/s | Hydra req/s | ours / Hydra | our CPU/req (server + Redis) | Hydra CPU/req | our p99 | Hydra p99 |",
@@ -274,19 +274,19 @@ func TestReportHydra(t *testing.T) {
 			t.Errorf("side-by-side section lacks %q:\n%s", want, side)
 		}
 	}
-	targets := section(out, "## Targets", "## Every run")
+	targets := section(out, "### Targets", "### Every run")
 	if row := findRow(targets, "introspect req/s vs Hydra", "1,000"); row == nil || row[2] != "7.0x (20,000 vs 2,000 req/s)" || row[3] != ">= 6x" || row[4] != "PASS" {
 		t.Errorf("introspect vs Hydra target = %q, want 7.0x, >= 6x, PASS:\n%s", row, targets)
 	}
 	if row := findRow(targets, "token req/s vs Hydra", "1,000"); row == nil || row[2] != "20.0x (6,000 vs 300 req/s)" || row[3] != ">= 30x" || row[4] != "MISS" {
 		t.Errorf("token vs Hydra target = %q, want 20.0x, >= 30x, MISS:\n%s", row, targets)
 	}
-	results := section(out, "## Results", "## Side by side")
+	results := section(out, "### Results", "### Side by side")
 	for _, sc := range []string{scHydraToken, scHydraIntrospect} {
-		if row := findRow(results, scenarioLabels[sc], "1,000"); row == nil || row[9] != "— (no Redis)" {
+		if row := findRow(results, scenarioOf(sc).Label, "1,000"); row == nil || row[9] != "— (no Redis)" {
 			t.Errorf("result row for %s = %q, want one with Redis CPU/req \"— (no Redis)\":\n%s", sc, row, results)
 		}
-		if !strings.Contains(section(out, "## Every run", "\x00"), "| "+sc+" | 1,000 | 3 |") {
+		if !strings.Contains(section(out, "### Every run", "\x00"), "| "+sc+" | 1,000 | 3 |") {
 			t.Errorf("every-run table lacks %s's third repetition", sc)
 		}
 	}
@@ -353,14 +353,14 @@ func TestReportFloor(t *testing.T) {
 	}
 	var out strings.Builder
 	report{Runs: runs, CPUs: 2}.write(&out, cfg)
-	results := section(out.String(), "## Results", "## Targets")
-	if row := findRow(results, scenarioLabels[scSign], "1,000"); row == nil || row[2] != "10,000" || row[12] != "25.0%" {
+	results := section(out.String(), "### Results", "### Targets")
+	if row := findRow(results, scenarioOf(scSign).Label, "1,000"); row == nil || row[2] != "10,000" || row[12] != "25.0%" {
 		t.Errorf("floor row = %q, want 10,000 req/s and 25.0%% of bare:\n%s", row, results)
 	}
-	if row := findRow(results, scenarioLabels[scAuthSign], "1,000"); row == nil || row[2] != "9,000" || row[12] != "22.5%" {
+	if row := findRow(results, scenarioOf(scAuthSign).Label, "1,000"); row == nil || row[2] != "9,000" || row[12] != "22.5%" {
 		t.Errorf("authsign row = %q, want 9,000 req/s and 22.5%% of bare:\n%s", row, results)
 	}
-	targets := section(out.String(), "## Targets", "## Every run")
+	targets := section(out.String(), "### Targets", "### Every run")
 	const info = "info (not a target)"
 	for _, want := range []struct{ what, measured, result string }{
 		{"token's floor (Gin + 1 EVALSHA + 1 signed token) req/s vs bare Gin JSON", "25.0%", info},
@@ -407,7 +407,7 @@ func TestReportHydraFailed(t *testing.T) {
 	}
 	var out strings.Builder
 	report{Runs: runs, CPUs: 2, Hydra: "Ory Hydra (test)."}.write(&out, cfg)
-	targets := section(out.String(), "## Targets", "## Every run")
+	targets := section(out.String(), "### Targets", "### Every run")
 	for what, want := range map[string][3]string{
 		"token req/s vs Hydra":      {"32.5x in 1 of 3 repetitions (Hydra answered no 2xx in rep 2, 3)", ">= 30x", "MISS"},
 		"introspect req/s vs Hydra": {"6.0x in 2 of 3 repetitions (Hydra answered no 2xx in rep 3)", ">= 6x", "PASS"},
@@ -416,7 +416,7 @@ func TestReportHydraFailed(t *testing.T) {
 			t.Errorf("%s = %q, want %q:\n%s", what, row, want, targets)
 		}
 	}
-	side := section(out.String(), "## Side by side with Ory Hydra", "## Targets")
+	side := section(out.String(), "### Side by side with Ory Hydra", "### Targets")
 	for _, want := range []string{
 		"Hydra answered no 2xx to the token load in rep 2, 3 (see Errors below): ours / Hydra for token is the median over the other repetitions.",
 		"Hydra answered no 2xx to the introspect load in rep 3 (see Errors below)",
@@ -434,7 +434,7 @@ func TestReportHydraFailed(t *testing.T) {
 	cfg.Reps = 1
 	out.Reset()
 	report{Runs: none, CPUs: 2, Hydra: "Ory Hydra (test)."}.write(&out, cfg)
-	targets = section(out.String(), "## Targets", "## Every run")
+	targets = section(out.String(), "### Targets", "### Every run")
 	if row := findRow(targets, "token req/s vs Hydra", "1,000"); row == nil || row[2] != "not measured: Hydra answered no 2xx in any repetition (1)" || row[4] != "MISS" {
 		t.Errorf("token vs Hydra with Hydra failing throughout = %q:\n%s", row, targets)
 	}

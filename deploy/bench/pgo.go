@@ -20,26 +20,6 @@ import (
 // bounds.
 const maxProfile = 29 * time.Second
 
-// pgoScenarios are the scenarios whose runs feed their server's profile
-// into the one it is built with (--pgo-out): the bearer token's issuance,
-// introspection and /me, the endpoints the targets measure.
-var pgoScenarios = map[string]bool{scToken: true, scIntrospect: true, scMe: true}
-
-// servingProcess names the process that serves a scenario's load: the
-// endpoints' servers, and the ceiling for the ceilings and floors ("" for
-// Hydra's, which is not profiled).
-func servingProcess(sc string) string {
-	switch sc {
-	case scToken, scTokenHot, scIntrospect:
-		return "authserver"
-	case scMe, scMeHot, scMeDPoP:
-		return "resourceserver"
-	case scBare, scRedis, scSign, scAdmit, scAuthSign, scAuthCheck:
-		return "ceiling"
-	}
-	return ""
-}
-
 // profiling reports whether the processes serve their profiles: under
 // --pgo-out or --profiles.
 func (c config) profiling() bool { return c.PGOOut != "" || c.Profiles != "" }
@@ -74,14 +54,14 @@ func (s *stack) ceilingArgs() ([]string, error) {
 }
 
 // profile takes a CPU profile of the process serving sc for the length of
-// the run that starts after it: under --pgo-out for pgoScenarios
-// (remembered for writePGO), under --profiles for every
+// the run that starts after it: under --pgo-out for the scenarios whose
+// row says PGO (remembered for writePGO), under --profiles for every
 // scenario but Hydra's at the largest registry (kept as
 // DIR/<scenario>-<rep>.pb.gz). wait returns once the profile is written,
 // with its path under --profiles ("" otherwise); runs that take none get
 // a wait that returns at once.
 func (s *stack) profile(ctx context.Context, sc string, size, rep int) (wait func() (string, error)) {
-	pgo := s.cfg.PGOOut != "" && pgoScenarios[sc]
+	pgo := s.cfg.PGOOut != "" && scenarioOf(sc).PGO
 	kept := s.cfg.Profiles != "" && servingProcess(sc) != "" && size == s.cfg.Sizes[len(s.cfg.Sizes)-1]
 	if !pgo && !kept {
 		return func() (string, error) { return "", nil }

@@ -9,100 +9,6 @@ import (
 	"time"
 )
 
-// Scenario names.
-const (
-	scToken = "token"
-	scMe    = "me"
-	// scMeDPoP is me with DPoP-bound tokens and a fresh proof per request
-	// (dpopload.go).
-	scMeDPoP     = "me-dpop"
-	scIntrospect = "introspect"
-	scBare       = "bare"
-	scRedis      = "redis"
-	// scSign is the token endpoint's floor: the ceiling's POST /sign (one
-	// round trip, one signed token) under the token load; scAdmit is
-	// /me's: the ceiling's GET /admit (the bearer admission, the fixed
-	// body) under the /me load.
-	scSign  = "sign"
-	scAdmit = "admit"
-	// scAuthSign is the token endpoint's floor with its client
-	// authentication: the ceiling's POST /authsign (the registry's
-	// authentication script as the one round trip, one signed token) under
-	// the token load; scAuthCheck is introspection's: the ceiling's POST
-	// /authcheck (the cached verification, the caller's authentication with
-	// the token's standing, the claims answered) under the introspection
-	// load. Both do in Redis what the spec asks of each request (failure
-	// accounting, the token limit, the token's standing), which "return 1"
-	// does not.
-	scAuthSign  = "authsign"
-	scAuthCheck = "authcheck"
-	// The hot scenarios run the token and /me load concentrated on a few
-	// clients with high limits (--hot-clients), at the largest registry
-	// only: a client's cost must not grow with its own traffic.
-	scTokenHot = "token-hot"
-	scMeHot    = "me-hot"
-	// The Hydra scenarios run Ory Hydra's token and introspection
-	// endpoints (--hydra-bin) with the load of token and introspect, at the
-	// largest registry only.
-	scHydraToken      = "hydra-token"
-	scHydraIntrospect = "hydra-introspect"
-)
-
-// scenarioOrder is the order of the table and of the runs in a repetition.
-var scenarioOrder = []string{scBare, scRedis, scSign, scAdmit, scAuthSign, scAuthCheck, scToken, scMe, scMeDPoP, scIntrospect, scHydraToken, scHydraIntrospect, scTokenHot, scMeHot}
-
-// floorOf is the floor each endpoint is shown against (issue 28: "what
-// floor remains"): the least the ceiling can do that does the endpoint's
-// unavoidable work.
-var floorOf = map[string]string{scToken: scSign, scMe: scAdmit}
-
-// authFloorOf is, for the authserver's endpoints, the floor that also
-// makes the endpoint's own Redis script (scAuthSign, scAuthCheck).
-var authFloorOf = map[string]string{scToken: scAuthSign, scIntrospect: scAuthCheck}
-
-// hydraOf is Hydra's scenario for each of ours it is compared with.
-var hydraOf = map[string]string{scToken: scHydraToken, scIntrospect: scHydraIntrospect}
-
-// isHydra reports whether sc measures Ory Hydra.
-func isHydra(sc string) bool { return sc == scHydraToken || sc == scHydraIntrospect }
-
-// redisCPUCell is a row's Redis CPU/req: Hydra uses no Redis, so what
-// redis-server spent idling during its runs is not shown as its cost.
-func redisCPUCell(sc string, d time.Duration) string {
-	if isHydra(sc) {
-		return "— (no Redis)"
-	}
-	return fmtDur(d)
-}
-
-// hotOf is the scenario a hot one concentrates.
-var hotOf = map[string]string{scTokenHot: scToken, scMeHot: scMe}
-
-// scenarioLabels name the scenarios in the table.
-var scenarioLabels = map[string]string{
-	scToken:      "token: POST /api/v1/oauth/token/",
-	scMe:         "me: GET /api/v1/me/",
-	scMeDPoP:     "me-dpop: GET /api/v1/me/, DPoP-bound token + proof",
-	scIntrospect: "introspect: POST /api/v1/oauth/introspect/",
-	scBare:       "ceiling: bare Gin JSON",
-	scRedis:      "ceiling: Gin + 1 Redis EVALSHA",
-	scSign:       "floor of token: Gin + 1 Redis EVALSHA + 1 signed token",
-	scAdmit:      "floor of me: Gin + the bearer admission (pkg/admission)",
-	scAuthSign:   "floor of token with its authentication: Gin + the authentication script (pkg/clients) + 1 signed token",
-	scAuthCheck:  "floor of introspect: Gin + the cached verification + the caller's authentication with the token's standing (pkg/clients)",
-	scTokenHot:   "token, load on the hot clients",
-	scMeHot:      "me, load on the hot clients",
-	// Hydra's admin introspection takes no client authentication.
-	scHydraToken:      "hydra-token: Ory Hydra POST /oauth2/token",
-	scHydraIntrospect: "hydra-introspect: Ory Hydra POST /admin/oauth2/introspect (no caller auth)",
-}
-
-// scenarioServers name the process each scenario measures.
-var scenarioServers = map[string]string{
-	scToken: "authserver", scIntrospect: "authserver", scMe: "resourceserver", scMeDPoP: "resourceserver", scBare: "ceiling", scRedis: "ceiling", scSign: "ceiling", scAdmit: "ceiling", scAuthSign: "ceiling", scAuthCheck: "ceiling",
-	scTokenHot: "authserver", scMeHot: "resourceserver", scHydraToken: "hydra", scHydraIntrospect: "hydra",
-}
-
 // measurement is one measured run.
 type measurement struct {
 	Scenario string
@@ -174,9 +80,9 @@ type summary struct {
 	VsHydra     float64
 	HydraFailed []int
 	// VsFloor is, for token and me, the median of the per-repetition
-	// ratios of req/s to the endpoint's floor (floorOf) of the same
+	// ratios of req/s to the endpoint's floor (scenario.Floor) of the same
 	// repetition; VsAuthFloor is the same for the token and introspect
-	// against their floor with the endpoint's own script (authFloorOf).
+	// against their floor with the endpoint's own script (scenario.AuthFloor).
 	VsFloor, VsAuthFloor float64
 }
 
@@ -219,17 +125,17 @@ func summarize(ms []measurement) []summary {
 					vsRedis = append(vsRedis, m.Wrk.Throughput()/r.Wrk.Throughput())
 					p99Redis = append(p99Redis, float64(m.Wrk.P99)/float64(r.Wrk.P99))
 				}
-				if h, ok := byRep[repKey{hydraOf[sc], size, m.Rep}]; ok && hydraOf[sc] != "" {
+				if h, ok := byRep[repKey{scenarioOf(sc).Hydra, size, m.Rep}]; ok && scenarioOf(sc).Hydra != "" {
 					if h.Wrk.Throughput() > 0 {
 						vsHydra = append(vsHydra, m.Wrk.Throughput()/h.Wrk.Throughput())
 					} else {
 						s.HydraFailed = append(s.HydraFailed, m.Rep)
 					}
 				}
-				if f, ok := byRep[repKey{floorOf[sc], size, m.Rep}]; ok && floorOf[sc] != "" && f.Wrk.Throughput() > 0 {
+				if f, ok := byRep[repKey{scenarioOf(sc).Floor, size, m.Rep}]; ok && scenarioOf(sc).Floor != "" && f.Wrk.Throughput() > 0 {
 					vsFloor = append(vsFloor, m.Wrk.Throughput()/f.Wrk.Throughput())
 				}
-				if f, ok := byRep[repKey{authFloorOf[sc], size, m.Rep}]; ok && authFloorOf[sc] != "" && f.Wrk.Throughput() > 0 {
+				if f, ok := byRep[repKey{scenarioOf(sc).AuthFloor, size, m.Rep}]; ok && scenarioOf(sc).AuthFloor != "" && f.Wrk.Throughput() > 0 {
 					vsAuthFloor = append(vsAuthFloor, m.Wrk.Throughput()/f.Wrk.Throughput())
 				}
 				tput = append(tput, m.Wrk.Throughput())
@@ -277,6 +183,8 @@ func find(ss []summary, sc string, size int) (summary, bool) {
 
 // report is everything printed.
 type report struct {
+	// Command is the command line the run was started with.
+	Command  string
 	Machine  []string
 	Settings []string
 	Registry []string
@@ -299,7 +207,7 @@ type report struct {
 // request: with pipelining, how many requests' commands shared one write
 // to Redis and one read of its answers.
 func writeSyscalls(w io.Writer, runs []measurement) {
-	fmt.Fprintf(w, "\n### System calls per request\n\n")
+	fmt.Fprintf(w, "\n#### System calls per request\n\n")
 	fmt.Fprintln(w, "The read and write system calls (/proc/PID/io syscr, syscw) of the measured server and of every")
 	fmt.Fprintln(w, "redis-server during the run, divided by the requests wrk completed. The server's include its HTTP")
 	fmt.Fprintln(w, "reads and writes (one of each per request, and a read that finds nothing when it waits), its log's")
@@ -326,14 +234,14 @@ func writeHydra(w io.Writer, ss []summary, hydra string) {
 	type row struct{ ours, theirs summary }
 	var rows []row
 	for _, s := range ss {
-		if h, ok := find(ss, hydraOf[s.Scenario], s.Size); ok && hydraOf[s.Scenario] != "" {
+		if h, ok := find(ss, scenarioOf(s.Scenario).Hydra, s.Size); ok && scenarioOf(s.Scenario).Hydra != "" {
 			rows = append(rows, row{s, h})
 		}
 	}
 	if len(rows) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\n## Side by side with Ory Hydra\n\n")
+	fmt.Fprintf(w, "\n### Side by side with Ory Hydra\n\n")
 	if hydra != "" {
 		fmt.Fprintf(w, "%s\n\n", hydra)
 	}
@@ -361,19 +269,24 @@ func writeHydra(w io.Writer, ss []summary, hydra string) {
 	}
 }
 
+// write writes the report of one run: its topology's section of the
+// results file (results.go), under a heading of level 2.
 func (r report) write(w io.Writer, cfg config) {
 	ss := summarize(r.Runs)
-	fmt.Fprintf(w, "# Load harness results\n\n")
-	for _, l := range r.Machine {
+	targets := append(evaluate(ss, cfg.Sizes, cfg.LoadClients), memoryTargets(r.Memory)...)
+	fmt.Fprintf(w, "## %s\n\n", topologyOf(cfg).Title)
+	if r.Command != "" {
+		open, end := "`", "`"
+		if strings.Contains(r.Command, "`") {
+			open, end = "`` ", " ``" // a code span that holds a backquote
+		}
+		fmt.Fprintf(w, "- Command: %s%s%s\n", open, r.Command, end)
+	}
+	for _, l := range slices.Concat(r.Machine, r.Settings, r.Registry) {
 		fmt.Fprintf(w, "- %s\n", l)
 	}
-	for _, l := range r.Settings {
-		fmt.Fprintf(w, "- %s\n", l)
-	}
-	for _, l := range r.Registry {
-		fmt.Fprintf(w, "- %s\n", l)
-	}
-	fmt.Fprintf(w, "\n## Results (median of %d repetition(s) per row)\n\n", cfg.Reps)
+	fmt.Fprintf(w, "- Targets: %s\n", targetsSummary(targets))
+	fmt.Fprintf(w, "\n### Results (median of %d repetition(s) per row)\n\n", cfg.Reps)
 	fmt.Fprintln(w, "| scenario | clients in Redis | req/s | p50 | p99 | p99.9 | non-2xx | socket errors | server CPU/req | Redis CPU/req | wrk CPU/req | peak RSS | vs bare | vs Gin+Redis |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, s := range ss {
@@ -382,7 +295,7 @@ func (r report) write(w io.Writer, cfg config) {
 			rss += " (since start)"
 		}
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %d | %d | %s | %s | %s | %s | %s | %s |\n",
-			scenarioLabels[s.Scenario], fmtInt(int64(s.Size)), fmtInt(int64(s.Throughput+0.5)),
+			scenarioOf(s.Scenario).Label, fmtInt(int64(s.Size)), fmtInt(int64(s.Throughput+0.5)),
 			fmtDur(s.P50), fmtDur(s.P99), fmtDur(s.P999), s.Non2xx, s.SocketErrors,
 			fmtDur(s.ServerCPU), redisCPUCell(s.Scenario, s.RedisCPU), fmtDur(s.WrkCPU), rss,
 			fmtRatio(s.VsBare), fmtRatio(s.VsRedis))
@@ -394,25 +307,47 @@ func (r report) write(w io.Writer, cfg config) {
 	fmt.Fprintln(w, "the endpoints back to back, so a ratio compares runs that shared the machine's load of the moment.")
 	writeHydra(w, ss, r.Hydra)
 	writeDPoP(w, r.Runs)
+	writeTargets(w, targets, cfg)
+	writeCPUParts(w, r.CPUParts, cfg.Profiles)
+	r.writeRuns(w)
+}
 
-	fmt.Fprintf(w, "\n## Targets\n\n")
+// writeTargets writes the targets table.
+func writeTargets(w io.Writer, targets []target, cfg config) {
+	fmt.Fprintf(w, "\n### Targets\n\n")
 	if cfg.Concurrency != 64 {
 		fmt.Fprintf(w, "The issue's targets are stated at concurrency 64; this run used %d, so these verdicts are indicative only.\n\n", cfg.Concurrency)
 	}
 	fmt.Fprintln(w, "| target | clients in Redis | measured | limit | result |")
 	fmt.Fprintln(w, "|---|---|---|---|---|")
-	for _, t := range append(evaluate(ss, cfg.Sizes, cfg.LoadClients), memoryTargets(r.Memory)...) {
-		res := "MISS"
+	for _, t := range targets {
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", t.What, t.Size, t.Measured, t.Limit, t.result())
+	}
+}
+
+// targetsSummary counts the targets met and names those missed.
+func targetsSummary(targets []target) string {
+	met, missed := 0, []string{}
+	for _, t := range targets {
 		switch {
 		case t.Info:
-			res = "info (not a target)"
 		case t.Pass:
-			res = "PASS"
+			met++
+		default:
+			missed = append(missed, t.What+" (clients in Redis: "+t.Size+")")
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", t.What, t.Size, t.Measured, t.Limit, res)
 	}
+	if len(missed) == 0 {
+		return fmt.Sprintf("all %d met", met)
+	}
+	return fmt.Sprintf("%d met, %d missed: %s", met, len(missed), strings.Join(missed, "; "))
+}
 
-	fmt.Fprintf(w, "\n## Every run\n\n")
+// writeRuns writes every run, each run's CPU on every Redis node of a
+// Cluster, each run's system calls, and the errors of the runs that had
+// some.
+func (r report) writeRuns(w io.Writer) {
+	fmt.Fprintf(w, "\n### Every run\n\n")
 	fmt.Fprintln(w, "machine share: the fraction of the machine's CPU time (all its CPUs) that the server, Redis and wrk used")
 	fmt.Fprintln(w, "together. They saturate the machine in every scenario, so a share far below 100% means other work took")
 	fmt.Fprintln(w, "the rest and that run's req/s and latencies reflect the machine's load, not the server.")
@@ -427,7 +362,7 @@ func (r report) write(w io.Writer, cfg config) {
 			fmtDur(perRequest(m.WrkCPU, m.Wrk.Requests)), fmtBytes(m.PeakRSS), fmtPct(m.MachineShare(r.CPUs)))
 	}
 	if len(r.RedisNodes) > 0 {
-		fmt.Fprintf(w, "\n### Redis CPU/req per node\n\n")
+		fmt.Fprintf(w, "\n#### Redis CPU/req per node\n\n")
 		fmt.Fprintln(w, "Each redis-server's user+system CPU time during the run divided by the requests wrk completed;")
 		fmt.Fprintln(w, "Redis CPU/req above is their sum. Nodes:")
 		fmt.Fprintln(w)
@@ -456,7 +391,6 @@ func (r report) write(w io.Writer, cfg config) {
 			fmt.Fprintf(w, "\nErrors of %s, %s clients, rep %d: %s\n", m.Scenario, fmtInt(int64(m.Size)), m.Rep, m.Errors)
 		}
 	}
-	writeCPUParts(w, r.CPUParts, cfg.Profiles)
 }
 
 // fmtInt writes n with thousands separators.

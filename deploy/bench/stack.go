@@ -94,7 +94,7 @@ func build(ctx context.Context, cfg config, dir string) (binaries, error) {
 		bin.resource = filepath.Join(dir, "resourceserver")
 		pkgs = append(pkgs, "./resourceserver")
 	}
-	cmd := exec.CommandContext(ctx, "go", append([]string{"build", "-o", dir + string(filepath.Separator)}, pkgs...)...)
+	cmd := exec.CommandContext(ctx, "go", append([]string{"build", "-tags", "grpcnotrace", "-o", dir + string(filepath.Separator)}, pkgs...)...)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return binaries{}, fmt.Errorf("go build %s: %w\n%s", strings.Join(pkgs, " "), err, out)

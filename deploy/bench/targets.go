@@ -19,6 +19,17 @@ type target struct {
 	Info bool
 }
 
+// result is the table's verdict of t.
+func (t target) result() string {
+	switch {
+	case t.Info:
+		return "info (not a target)"
+	case t.Pass:
+		return "PASS"
+	}
+	return "MISS"
+}
+
 // Issue 28's throughputs relative to Ory Hydra's, in the same run
 // (issue 22 asked 8x for introspection).
 const (
@@ -99,7 +110,7 @@ func evaluate(ss []summary, sizes []int, loadClients int) []target {
 		// Issue 28: tokens at least 30 times Hydra's, introspection 6.
 		for _, sc := range []string{scToken, scIntrospect} {
 			ours, ok := find(ss, sc, size)
-			h, okH := find(ss, hydraOf[sc], size)
+			h, okH := find(ss, scenarioOf(sc).Hydra, size)
 			if !ok || !okH {
 				continue
 			}
@@ -123,7 +134,7 @@ func evaluate(ss []summary, sizes []int, loadClients int) []target {
 	for _, server := range []string{"authserver", "resourceserver"} {
 		var peak int64
 		for _, s := range ss {
-			if scenarioServers[s.Scenario] == server {
+			if scenarioOf(s.Scenario).Server == server {
 				peak = max(peak, s.PeakRSS)
 			}
 		}
@@ -179,13 +190,13 @@ func evaluate(ss []summary, sizes []int, loadClients int) []target {
 		hi := sizes[len(sizes)-1]
 		for _, hot := range []string{scTokenHot, scMeHot} {
 			h, okH := find(ss, hot, hi)
-			b, okB := find(ss, hotOf[hot], hi)
+			b, okB := find(ss, scenarioOf(hot).Hot, hi)
 			if !okH || !okB {
 				continue
 			}
 			ch, cb := h.ServerCPU+h.RedisCPU, b.ServerCPU+b.RedisCPU
 			r := ratio(float64(ch), float64(cb))
-			ts = append(ts, target{fmt.Sprintf("%s CPU/req (server + Redis), load on the hot clients vs spread", hotOf[hot]), fmtInt(int64(hi)),
+			ts = append(ts, target{fmt.Sprintf("%s CPU/req (server + Redis), load on the hot clients vs spread", scenarioOf(hot).Hot), fmtInt(int64(hi)),
 				fmt.Sprintf("%s vs %s (%.2fx); req/s %.2fx", fmtDur(ch), fmtDur(cb), r, ratio(h.Throughput, b.Throughput)),
 				"<= 1.10x", r <= 1.10, false})
 		}

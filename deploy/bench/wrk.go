@@ -25,7 +25,7 @@ func writeScripts(dir string) (map[string]string, error) {
 		return nil, err
 	}
 	paths := map[string]string{}
-	for _, kind := range []string{"token", "me", "introspect", "me-dpop"} {
+	for _, kind := range []string{loadToken, loadMe, loadIntrospect, loadMeDPoP} {
 		own, err := luaFS.ReadFile("wrk/" + kind + ".lua")
 		if err != nil {
 			return nil, err

@@ -29,7 +29,7 @@
 # running one is left running); removes the stack and its volumes on exit.
 # The base image and the stand-ins stay in Docker's store (and the
 # debootstrap tarball in COMPOSE_CI_CACHE), so a second run builds only what
-# changed: about 6 min from nothing, 70 s warm (deploy/README.md, "CI").
+# changed: about 6 min from nothing, 70 s warm (deploy/docs/docker-compose.md, "CI").
 # Where the machine's open-file hard limit is below the compose file's
 # ulimits (CI's), a generated override gives the containers that limit. Every wait is bounded; any failure exits
 # non-zero after printing the containers' logs.
@@ -388,9 +388,9 @@ step "single node: the partner journey through $base"
 journey single
 # Docker's userland proxy: a connection to the published port from loopback
 # reaches the edge from the network's gateway, not from the client
-# (deploy/README.md, "Client address").
+# (deploy/docs/docker-compose.md, "The edge").
 peer="$(stack single 60 logs --no-color edge 2>/dev/null | sed -n 's/.*"remote_ip":"\([^"]*\)".*/\1/p' | tail -n 1 || true)"
-echo "   the edge saw this run's requests from ${peer:-?} (Docker's userland proxy; deploy/README.md)"
+echo "   the edge saw this run's requests from ${peer:-?} (Docker's userland proxy; deploy/docs/docker-compose.md)"
 took
 
 step "down -v"

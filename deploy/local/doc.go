@@ -5,7 +5,11 @@
 // names a real one, with freshly generated signing keys and the sandbox
 // organisation seeded.
 //
-//	go run ./deploy/local [--addr 127.0.0.1:8000] [--keys FILE]
+//	go run ./deploy/local [--addr 127.0.0.1:8000] [--admin-addr 127.0.0.1:8090] [--keys FILE] [--dpop-nonces]
+//
+// (-h lists every flag; deploy/docs/configuration.md documents them.) The
+// admin API stays on loopback unless --admin-addr says otherwise, and the
+// DPoP proofs' htu is checked against the listeners' own addresses.
 //
 // (--addr 127.0.0.1:8001, or 127.0.0.1:0 for any free port, when 8000 is
 // taken.) It prints the base URL, the sandbox clients' credentials, shell

@@ -19,11 +19,14 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/partnerapi/authplatform/authserver/adminapi"
+	"github.com/partnerapi/authplatform/authserver/console"
 	"github.com/partnerapi/authplatform/authserver/operations"
 	"github.com/partnerapi/authplatform/authserver/tokenserver"
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
+	"github.com/partnerapi/authplatform/pkg/admission"
 	"github.com/partnerapi/authplatform/pkg/cli"
 	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/dpopnonce"
 	"github.com/partnerapi/authplatform/pkg/httpserver"
 	"github.com/partnerapi/authplatform/pkg/keywithdrawal"
 	"github.com/partnerapi/authplatform/pkg/logging"
@@ -39,18 +42,23 @@ func main() {
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "local: "+err.Error())
-		os.Exit(1)
+		os.Exit(cli.ExitCode(err, nil))
 	}
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := newFlagSet()
 	addr := fs.String("addr", "127.0.0.1:8000", "listen address (127.0.0.1:0 picks a free port)")
-	adminAddr := fs.String("admin-addr", "127.0.0.1:8090", "listen address of the admin API, or off (127.0.0.1:0 picks a free port)")
+	adminAddr := fs.String("admin-addr", defaultAdminAddr, "listen address of the admin API, or off (127.0.0.1:0 picks a free port); loopback unless given")
 	keysFile := fs.String("keys", "", "signing key set file (default: fresh keys in memory)")
 	logLevel := fs.String("log-level", "warn", "debug, info, warn or error")
+	nonces := fs.Bool("dpop-nonces", false, "require a server nonce in every DPoP proof (RFC 9449 section 9), as DPOP_NONCES=true does for the servers")
 	if err := fs.Parse(args[1:]); err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			printUsage(stdout, fs)
+			return nil
+		}
+		return cli.AsUsage(err)
 	}
 	*adminAddr = freeAlongside(fs, *addr, *adminAddr)
 	logger, err := logging.New(stderr, *logLevel)
@@ -104,33 +112,59 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		g.Close()
 		return fmt.Errorf("%w (try --admin-addr 127.0.0.1:0, or off)", err)
 	}
+	var shared *dpopnonce.Shared
+	if *nonces {
+		if shared, err = dpopnonce.SharedNonces(ctx, rdb, redisconn.KeyPrefix(getenv)); err != nil {
+			g.Close()
+			return err
+		}
+		go shared.Watch(ctx, logger)
+	}
 	if err := serveStack(ctx, g, logger, rdb, keys, stdout, welcome{
 		base: "http://" + apiAddr.String(), redisURL: redisURL, realRedis: redisURL == getenv("REDIS_URL"),
-		prefix: redisconn.KeyPrefix(getenv),
-	}, adminBound); err != nil {
+		prefix: redisconn.KeyPrefix(getenv), nonces: shared != nil,
+	}, adminBound, shared); err != nil {
 		g.Close()
 		return err
 	}
 	return nil
 }
 
+// defaultAdminAddr is the admin API's address unless --admin-addr says
+// otherwise: loopback, as the token service's default.
+const defaultAdminAddr = "127.0.0.1:8090"
+
 // freeAlongside is the admin API's address: as given, or, when --admin-addr
 // is left at its default and --addr asks for a free port (port 0), a free
-// port on the same host too, so that a taken default never fails a start
-// that asked for free ports.
+// port too, so that a taken default never fails a start that asked for
+// free ports. Either way it stays on loopback unless --admin-addr is
+// given: --addr :0 puts the API on every interface, never the admin API.
 func freeAlongside(fs *flag.FlagSet, addr, adminAddr string) string {
 	given := false
 	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "admin-addr" })
-	if host, port, err := net.SplitHostPort(addr); !given && err == nil && port == "0" {
-		return net.JoinHostPort(host, "0")
+	if _, port, err := net.SplitHostPort(addr); !given && err == nil && port == "0" {
+		return "127.0.0.1:0"
 	}
 	return adminAddr
+}
+
+// printUsage is the answer to -h: what the stack is, and its flags as the
+// servers' help lists theirs (cli.PrintFlags).
+func printUsage(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprint(w, "usage: go run ./deploy/local [FLAGS]\n\n"+
+		"Runs the token service, the resource server and the admin API in one process, the sandbox seeded,\n"+
+		"on an in-process Redis unless REDIS_URL names one (deploy/docs/configuration.md).\n\nflags:\n")
+	cli.PrintFlags(w, fs)
 }
 
 // serveStack builds the token service, the resource server and the admin
 // API on the group's bound listeners, seeds the sandbox, prints the banner
 // and serves until ctx ends.
-func serveStack(ctx context.Context, g *httpserver.Group, logger *slog.Logger, rdb redis.UniversalClient, keys *accesstoken.KeySet, stdout io.Writer, wl welcome, adminBound net.Addr) error {
+//
+// The public base URLs a DPoP proof's htu names (RFC 9449 section 4.3)
+// are the listeners' own addresses, never a request's Host. nonces, when
+// not nil, makes every DPoP proof need a server nonce (--dpop-nonces).
+func serveStack(ctx context.Context, g *httpserver.Group, logger *slog.Logger, rdb redis.UniversalClient, keys *accesstoken.KeySet, stdout io.Writer, wl welcome, adminBound net.Addr, nonces *dpopnonce.Shared) error {
 	base, prefix := wl.base, wl.prefix
 	store := clients.NewStore(rdb, prefix, nil)
 	ready := func(ctx context.Context) error { return redisconn.Ready(ctx, rdb, time.Second) }
@@ -141,8 +175,14 @@ func serveStack(ctx context.Context, g *httpserver.Group, logger *slog.Logger, r
 		return err
 	}
 	verifier := accesstoken.NewCachingVerifier(accesstoken.NewVerifier(authority, base, "partner-api", nil), 0, nil)
-	auth, err := tokenserver.NewServer(logger, tokenserver.Config{Issuer: base, Audience: "partner-api"},
-		tokenserver.Deps{Registry: store, Keys: authority, Tokens: verifier, Ready: ready})
+	// A nil interface when nonces are off, never a nil *dpopnonce.Shared
+	// in one (serverruntime.Runtime.Nonces says why).
+	var shared admission.Nonces
+	tdeps := tokenserver.Deps{Registry: store, Keys: authority, Tokens: verifier, Ready: ready}
+	if nonces != nil {
+		shared, tdeps.Nonces = nonces, nonces
+	}
+	auth, err := tokenserver.NewServer(logger, tokenserver.Config{Issuer: base, Audience: "partner-api"}, tdeps)
 	if err != nil {
 		return err
 	}
@@ -150,8 +190,8 @@ func serveStack(ctx context.Context, g *httpserver.Group, logger *slog.Logger, r
 	if err != nil {
 		return err
 	}
-	res, err := api.NewServer(logger, api.Config{Issuer: base, Audience: "partner-api"},
-		api.Deps{Registry: store, Keys: authority, Docs: docs, Ready: ready})
+	res, err := api.NewServer(logger, api.Config{Issuer: base, Audience: "partner-api", PublicBaseURL: base},
+		api.Deps{Registry: store, Keys: authority, Docs: docs, Ready: ready, Nonces: shared})
 	if err != nil {
 		return err
 	}
@@ -160,14 +200,28 @@ func serveStack(ctx context.Context, g *httpserver.Group, logger *slog.Logger, r
 	}
 	g.Handle(httpserver.API, edge(auth, res))
 	if adminBound != nil {
-		admin, err := adminapi.NewServer(logger, adminapi.Config{KeyPrefix: prefix}, adminapi.Deps{
-			Ops:    &operations.Service{Registry: store, Withdrawals: keywithdrawal.NewStore(rdb, prefix)},
-			Tokens: verifier, Admit: store, Keys: authority, Redis: rdb})
+		ops := &operations.Service{Registry: store, Withdrawals: keywithdrawal.NewStore(rdb, prefix)}
+		admin, err := adminapi.NewServer(logger, adminapi.Config{KeyPrefix: prefix, PublicBaseURL: "http://" + adminBound.String()}, adminapi.Deps{
+			Ops: ops, Tokens: verifier, Admit: store, Keys: authority, Redis: rdb, Nonces: shared,
+			Console: func(api http.Handler) (http.Handler, error) {
+				return console.New(logger, console.Config{}, console.Deps{API: api, Token: auth, Tokens: verifier, Usage: ops})
+			}})
 		if err != nil {
 			return err
 		}
 		g.Handle(httpserver.Admin, admin)
 		wl.admin = "http://" + adminBound.String() + adminapi.Prefix
+		wl.console = "http://" + adminBound.String() + console.Prefix
+		// A first start (the sandbox's clients were just made) makes a
+		// sandbox operator too, so that the console can be signed in to at
+		// once; a restart makes none (its secret was shown once).
+		if len(wl.seeded) > 0 && wl.seeded[0].Secret != "" {
+			op, err := ops.CreateOperator(ctx, clients.OperatorSpec{Name: "local console"})
+			if err != nil {
+				return fmt.Errorf("create the console's operator: %w", err)
+			}
+			wl.operator = op
+		}
 	}
 	printWelcome(stdout, wl)
 	return g.Serve(ctx)
@@ -205,6 +259,11 @@ type welcome struct {
 	org       clients.Org
 	seeded    []clients.SeededClient
 	admin     string // the admin API's base URL ("": off)
+	console   string // the console's URL ("": off)
+	// operator is the sandbox operator made at a first start, with its
+	// secret (none on a restart).
+	operator operations.WithSecret
+	nonces   bool // --dpop-nonces
 }
 
 // printWelcome prints the banner: where the stack runs, the sandbox clients,
@@ -262,6 +321,17 @@ func printWelcome(w io.Writer, wl welcome) {
 		fmt.Fprintf(w, "  OPERATOR_SECRET=$(echo \"$OPERATOR\" | sed -nE 's/.*\"client_secret\": \"([^\"]+)\".*/\\1/p')\n")
 		fmt.Fprintf(w, "  ADMIN_TOKEN=$(curl -s -u \"$OPERATOR_ID:$OPERATOR_SECRET\" -d grant_type=client_credentials %s/api/v1/oauth/token/ | sed -E 's/.*\"access_token\":\"([^\"]+)\".*/\\1/')\n", wl.base)
 		fmt.Fprintf(w, "  curl -s -H \"Authorization: Bearer $ADMIN_TOKEN\" %s/clients\n", wl.admin)
+	}
+	if wl.nonces {
+		fmt.Fprintf(w, "\nDPoP server nonces are on (--dpop-nonces): every DPoP proof needs the DPoP-Nonce of an earlier answer.\n")
+	}
+	if wl.console != "" {
+		fmt.Fprintf(w, "\nOperator console at %s\n", wl.console)
+		if wl.operator.ClientSecret != "" {
+			fmt.Fprintf(w, "  sign in with the sandbox operator's client id %s and secret %s\n", wl.operator.ID, wl.operator.ClientSecret)
+		} else {
+			fmt.Fprintf(w, "  sign in with an operator client: %s go run ./authserver operators create --name console\n", cliEnv)
+		}
 	}
 	fmt.Fprintf(w, "\nDocs: %s/llms.txt  OpenAPI: %s/api/v1/schema/?format=json\nPress Ctrl-C to stop.\n", wl.base, wl.base)
 }

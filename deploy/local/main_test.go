@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -148,6 +150,7 @@ func TestLocalStackFollowsItsOwnInstructions(t *testing.T) {
 // no secret can be printed (only hashes are stored); the banner says so and
 // its lines get a working secret with `authserver clients rotate-secret`.
 func TestLocalStackRestart(t *testing.T) {
+	redistest.Long(t) // the quick suite's budget (deploy/docs/testing.md, "The long suites")
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Skip("curl is not installed")
 	}
@@ -230,7 +233,8 @@ func TestLocalStackAdminAPI(t *testing.T) {
 			ID string `json:"client_id"`
 		} `json:"items"`
 	}
-	if status != "200" || json.Unmarshal([]byte(body), &page) != nil || len(page.Items) != 4 {
+	// The sandbox's three clients, the console's operator and the CLI's.
+	if status != "200" || json.Unmarshal([]byte(body), &page) != nil || len(page.Items) != 5 {
 		t.Fatalf("GET /admin/v1/clients with the printed commands: %s %s", status, body)
 	}
 }
@@ -259,5 +263,106 @@ func TestLocalStackFreePorts(t *testing.T) {
 		if res.StatusCode != 200 {
 			t.Errorf("GET %s: %d", url, res.StatusCode)
 		}
+	}
+}
+
+// TestLocalStackConsole: the banner names the console and a sandbox
+// operator's sign-in, which signs in (a session cookie, the organisations
+// page); a restart makes no second operator and prints no secret.
+func TestLocalStackConsole(t *testing.T) {
+	rdb := redistest.Client(t)
+	prefix := redistest.Prefix(t, rdb)
+	env := map[string]string{"REDIS_URL": redistest.URL(), "REDIS_KEY_PREFIX": prefix}
+	text, stop := startLocal(t, env)
+	m := regexp.MustCompile(`Operator console at (http://127\.0\.0\.1:\d+/console/)\n  sign in with the sandbox operator's client id (\S+) and secret (\S+)\n`).FindStringSubmatch(text)
+	if m == nil {
+		t.Fatalf("banner without the console's sign-in:\n%s", text)
+	}
+	jar, _ := cookiejar.New(nil)
+	hc := &http.Client{Jar: jar}
+	res, err := hc.PostForm(m[1]+"signin", url.Values{"client_id": {m[2]}, "client_secret": {m[3]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK || !strings.Contains(string(body), "<h1>Organisations</h1>") || !strings.Contains(string(body), "sandbox-simulation") {
+		t.Fatalf("sign in with the printed operator: %d\n%s", res.StatusCode, body)
+	}
+	stop()
+	again, _ := startLocal(t, env)
+	if !strings.Contains(again, "Operator console at ") || strings.Contains(again, "sandbox operator's client id") {
+		t.Fatalf("restart banner:\n%s", again)
+	}
+}
+
+// TestLocalStackHelp: -h (and --help) lists every flag, as the servers'
+// help does (cli.PrintFlags), and exits 0 (issue 59 point 14: it printed
+// only "flag: help requested").
+func TestLocalStackHelp(t *testing.T) {
+	for _, arg := range []string{"-h", "--help"} {
+		var out strings.Builder
+		if err := run(context.Background(), []string{"local", arg}, func(string) string { return "" }, &out, io.Discard); err != nil {
+			t.Fatalf("%s: %v", arg, err)
+		}
+		for _, want := range []string{"usage: go run ./deploy/local [FLAGS]", "\n  --addr string ", "(default 127.0.0.1:8000)",
+			"\n  --admin-addr string ", "(default 127.0.0.1:8090)", "\n  --dpop-nonces ", "\n  --keys string ", "\n  --log-level string "} {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("%s: no %q in\n%s", arg, want, out.String())
+			}
+		}
+	}
+}
+
+// TestLocalStackAdminOnLoopback: --addr :0 puts the API on every
+// interface, but the admin API stays on loopback unless --admin-addr says
+// otherwise (issue 59 point 14).
+func TestLocalStackAdminOnLoopback(t *testing.T) {
+	fs := newFlagSet()
+	fs.String("admin-addr", defaultAdminAddr, "")
+	if got := freeAlongside(fs, ":0", defaultAdminAddr); got != "127.0.0.1:0" {
+		t.Errorf("--addr :0: admin API on %q, want 127.0.0.1:0", got)
+	}
+	if got := freeAlongside(fs, "0.0.0.0:8000", defaultAdminAddr); got != defaultAdminAddr {
+		t.Errorf("--addr 0.0.0.0:8000: admin API on %q, want %s", got, defaultAdminAddr)
+	}
+	if err := fs.Parse([]string{"--admin-addr", ":0"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := freeAlongside(fs, ":0", ":0"); got != ":0" {
+		t.Errorf("--admin-addr :0 given: %q, want it as given", got)
+	}
+	rdb := redistest.Client(t)
+	text, _ := startLocal(t, map[string]string{"REDIS_URL": redistest.URL(), "REDIS_KEY_PREFIX": redistest.Prefix(t, rdb)}, "--addr", ":0")
+	if !regexp.MustCompile(`Admin API at http://127\.0\.0\.1:\d+/admin/v1 `).MatchString(text) {
+		t.Errorf("--addr :0: the admin API is not on loopback:\n%s", text)
+	}
+}
+
+// TestLocalStackDPoPNonces: --dpop-nonces makes a DPoP token request
+// without a nonce 400 use_dpop_nonce with a DPoP-Nonce (RFC 9449 section
+// 8), as DPOP_NONCES=true does for the servers.
+func TestLocalStackDPoPNonces(t *testing.T) {
+	rdb := redistest.Client(t)
+	text, _ := startLocal(t, map[string]string{"REDIS_URL": redistest.URL(), "REDIS_KEY_PREFIX": redistest.Prefix(t, rdb)},
+		"--addr", "127.0.0.1:0", "--admin-addr", "off", "--dpop-nonces")
+	base := regexp.MustCompile(`running at (http://127\.0\.0\.1:\d+) `).FindStringSubmatch(text)
+	cred := regexp.MustCompile(`client_id=(\S+) client_secret=(\S+)`).FindStringSubmatch(text)
+	if base == nil || cred == nil || !strings.Contains(text, "DPoP server nonces are on") {
+		t.Fatalf("banner:\n%s", text)
+	}
+	req, _ := http.NewRequest(http.MethodPost, base[1]+"/api/v1/oauth/token/", strings.NewReader("grant_type=client_credentials"))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.SetBasicAuth(cred[1], cred[2])
+	req.Header.Set("DPoP", "not-a-proof")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	// A malformed proof is refused; the nonce is on the answer all the
+	// same (section 8.2).
+	if res.StatusCode != http.StatusBadRequest || res.Header.Get("DPoP-Nonce") == "" {
+		t.Errorf("token request with a DPoP header: %d without DPoP-Nonce, want one while nonces are on", res.StatusCode)
 	}
 }

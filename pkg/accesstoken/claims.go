@@ -27,7 +27,7 @@ type Claims struct {
 	Generation int64  `json:"gen"`
 	// SecretID is the id of the client secret the token was issued for
 	// ("secret_id", a private claim): retiring that secret kills the token
-	// (README: Rotation without downtime). Tokens issued before secrets
+	// (deploy/docs/operator-guide.md: Rotation without downtime). Tokens issued before secrets
 	// had ids carry none, and belong to secret 1 (CredentialID).
 	SecretID int64 `json:"secret_id,omitempty"`
 	// NotBefore is "nbf" (RFC 7519 section 4.1.5). The issuer never sets
@@ -35,18 +35,25 @@ type Claims struct {
 	// Leeway.
 	NotBefore int64 `json:"nbf,omitempty"`
 	// Confirmation is "cnf" (RFC 7800 section 3.1): set on a token bound
-	// to a DPoP key (RFC 9449 section 6.1), nil on a bearer token. The
-	// verifier accepts exactly {"jkt": <thumbprint>} and nothing else in
-	// it: a token bound by a method this service does not know is refused,
+	// to a DPoP key (RFC 9449 section 6.1), to a client certificate (RFC
+	// 8705 section 3.1) or to both, nil on a bearer token. The verifier
+	// accepts "jkt" and "x5t#S256", one or both, and nothing else in it: a
+	// token bound by a method this service does not know is refused,
 	// never taken for a bearer token.
 	Confirmation *Confirmation `json:"cnf,omitempty"`
 }
 
-// Confirmation is a token's "cnf" claim: the key it is bound to.
+// Confirmation is a token's "cnf" claim: the key, the certificate or both
+// it is bound to. A server admitting the token checks every member.
 type Confirmation struct {
 	// JKT is the RFC 7638 JWK SHA-256 thumbprint of the DPoP key, base64url
 	// without padding (RFC 9449 section 6.1): dpop.Proof.JKT.
-	JKT string `json:"jkt"`
+	JKT string `json:"jkt,omitempty"`
+	// X5T is the SHA-256 thumbprint of the client certificate of the
+	// mutual-TLS connection the token was obtained over, base64url
+	// without padding (RFC 8705 section 3.1, "x5t#S256"):
+	// clientcert.Thumbprint.
+	X5T string `json:"x5t#S256,omitempty"`
 }
 
 // BoundKey is the thumbprint of the DPoP key the token is bound to
@@ -58,6 +65,18 @@ func (c *Claims) BoundKey() string {
 		return ""
 	}
 	return c.Confirmation.JKT
+}
+
+// BoundCertificate is the x5t#S256 of the client certificate the token is
+// bound to (RFC 8705 section 3.1), "" when it is bound to none. A server
+// that admits the token compares it with the certificate of the request's
+// connection; a bound token without that certificate is refused (section
+// 3).
+func (c *Claims) BoundCertificate() string {
+	if c.Confirmation == nil {
+		return ""
+	}
+	return c.Confirmation.X5T
 }
 
 // CredentialID is the id of the secret the token came from: SecretID, or 1

@@ -50,8 +50,9 @@ func TestBoundTokenRoundTrip(t *testing.T) {
 	}
 }
 
-// TestStrictConfirmation: "cnf" must be exactly {"jkt": thumbprint}. Every
-// token here carries a good signature.
+// TestStrictConfirmation: "cnf" must be exactly {"jkt": thumbprint},
+// {"x5t#S256": thumbprint} or both (RFC 8705 section 3.1). Every token
+// here carries a good signature.
 func TestStrictConfirmation(t *testing.T) {
 	w := newFuzzWorld(t)
 	kid := w.kid(accesstoken.AlgEdDSA)
@@ -78,7 +79,11 @@ func TestStrictConfirmation(t *testing.T) {
 		{"jkt a number", raw(`{"jkt":1}`), accesstoken.ErrClaims},
 		{"jkt twice", raw(`{"jkt":"` + jkt + `","jkt":"` + jkt + `"}`), accesstoken.ErrClaims},
 		{"JKT", raw(`{"JKT":"` + jkt + `"}`), accesstoken.ErrClaims},
-		{"another method", raw(`{"x5t#S256":"` + jkt + `"}`), accesstoken.ErrClaims},
+		{"x5t#S256", raw(`{"x5t#S256":"` + jkt + `"}`), nil},
+		{"jkt and x5t#S256", raw(`{"jkt":"` + jkt + `","x5t#S256":"` + jkt + `"}`), nil},
+		{"x5t#S256 short", raw(`{"x5t#S256":"` + jkt[:42] + `"}`), accesstoken.ErrClaims},
+		{"x5t#s256", raw(`{"x5t#s256":"` + jkt + `"}`), accesstoken.ErrClaims},
+		{"x5t", raw(`{"x5t":"` + jkt + `"}`), accesstoken.ErrClaims},
 		{"jkt and another method", raw(`{"jkt":"` + jkt + `","jwk":{}}`), accesstoken.ErrClaims},
 		{"CNF", []byte(strings.TrimSuffix(string(fuzzClaims()), "}") + `,"CNF":{"jkt":"` + jkt + `"}}`), accesstoken.ErrClaims},
 		{"cnf twice", []byte(strings.TrimSuffix(string(raw(`{"jkt":"`+jkt+`"}`)), "}") + `,"cnf":{"jkt":"` + jkt + `"}}`), accesstoken.ErrClaims},
@@ -88,8 +93,8 @@ func TestStrictConfirmation(t *testing.T) {
 			if !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
 				t.Fatalf("Verify = %v, want %v", err, tc.want)
 			}
-			if err == nil && c.BoundKey() != jkt {
-				t.Errorf("BoundKey = %q, want %q", c.BoundKey(), jkt)
+			if err == nil && c.BoundKey() != jkt && c.BoundCertificate() != jkt {
+				t.Errorf("BoundKey = %q, BoundCertificate = %q, want %q", c.BoundKey(), c.BoundCertificate(), jkt)
 			}
 		})
 	}

@@ -56,6 +56,10 @@ type Grant struct {
 	// JKT, when not empty, binds the token to a DPoP key: the thumbprint
 	// of the proof's key (RFC 9449 section 6.1), its "cnf": {"jkt": JKT}.
 	JKT string
+	// X5T, when not empty, binds the token to a client certificate: its
+	// SHA-256 thumbprint (RFC 8705 section 3.1), "cnf": {"x5t#S256": X5T}
+	// (beside a JKT, if any).
+	X5T string
 	Now time.Time
 }
 
@@ -85,6 +89,15 @@ func (is *Issuer) Issue(g Grant) (string, Claims, error) {
 			return "", Claims{}, fmt.Errorf("jkt: not a base64url SHA-256 thumbprint")
 		}
 		c.Confirmation = &Confirmation{JKT: g.JKT}
+	}
+	if g.X5T != "" {
+		if !ValidJKT(g.X5T) {
+			return "", Claims{}, fmt.Errorf("x5t#S256: not a base64url SHA-256 thumbprint")
+		}
+		if c.Confirmation == nil {
+			c.Confirmation = &Confirmation{}
+		}
+		c.Confirmation.X5T = g.X5T
 	}
 	payload, err := json.Marshal(&c)
 	if err != nil {

@@ -238,13 +238,15 @@ func (ks *KeySet) Promoted(kid string) (*KeySet, error) {
 }
 
 // Without returns a new KeySet without the key kid, which must not be the
-// signing key (promote another key first).
+// signing key: a set always has the key it signs with, and removing it
+// would silently make the next one sign. Which keys an operator may
+// withdraw is the operator tooling's rule, not the set's.
 func (ks *KeySet) Without(kid string) (*KeySet, error) {
 	if _, ok := ks.private.LookupKeyID(kid); !ok {
 		return nil, fmt.Errorf("no key with kid %q in the set", kid)
 	}
 	if kid == ks.SigningKeyID() {
-		return nil, fmt.Errorf("key %s signs new tokens: generate or promote another signing key first (keys generate --rotate, or keys promote)", kid)
+		return nil, fmt.Errorf("key %s is the set's signing key: a set keeps its signing key (Promoted makes another one sign)", kid)
 	}
 	var keys []jwk.Key
 	for i := range ks.private.Len() {

@@ -195,7 +195,7 @@ func (v *Verifier) CheckTime(c *Claims) error {
 var (
 	headerNames = []string{"alg", "kid", "typ", "crit", "b64", "jku", "jwk", "x5u", "x5c", "cty"}
 	claimNames  = []string{"iss", "sub", "client_id", "aud", "iat", "exp", "jti", "scope", "gen", "nbf", "secret_id", "cnf"}
-	cnfNames    = []string{"jkt"}
+	cnfNames    = []string{"jkt", "x5t#S256"}
 )
 
 // ValidJKT reports whether s has the form of a JWK SHA-256 thumbprint
@@ -206,23 +206,35 @@ func ValidJKT(s string) bool {
 }
 
 // parseConfirmation reads a token's "cnf" strictly (RFC 7800 section 3.1,
-// RFC 9449 section 6.1): an object of exactly one member, "jkt" spelt
-// exactly, holding a thumbprint (ValidJKT). "cnf": null, {} or any other
-// confirmation method is refused: a token bound by a method this service
-// cannot check must never pass for a bearer token.
+// RFC 9449 section 6.1, RFC 8705 section 3.1): an object of "jkt",
+// "x5t#S256" or both, each spelt exactly and holding a SHA-256 thumbprint
+// (ValidJKT). "cnf": null, {} or any other confirmation method is
+// refused: a token bound by a method this service cannot check must never
+// pass for a bearer token.
 func parseConfirmation(raw json.RawMessage) (*Confirmation, bool) {
 	if !jsonmembers.Strict(raw, cnfNames, MaxMembers) {
 		return nil, false
 	}
 	var members map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &members); err != nil || len(members) != 1 {
+	if err := json.Unmarshal(raw, &members); err != nil || len(members) == 0 || len(members) > 2 {
 		return nil, false
 	}
-	var jkt string
-	if err := json.Unmarshal(members["jkt"], &jkt); err != nil || !ValidJKT(jkt) {
-		return nil, false
+	var conf Confirmation
+	for name, v := range members {
+		var tp string
+		if err := json.Unmarshal(v, &tp); err != nil || !ValidJKT(tp) {
+			return nil, false
+		}
+		switch name {
+		case "jkt":
+			conf.JKT = tp
+		case "x5t#S256":
+			conf.X5T = tp
+		default:
+			return nil, false
+		}
 	}
-	return &Confirmation{JKT: jkt}, true
+	return &conf, true
 }
 
 // Now is the verifier's clock.

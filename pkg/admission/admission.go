@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
-	"github.com/partnerapi/authplatform/pkg/clientip"
+	"github.com/partnerapi/authplatform/pkg/clientcert"
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/dpop"
 )
@@ -60,10 +60,15 @@ const (
 	// UseNonce: nonces are on and the proof carried none, or a stale one
 	// (RFC 9449 section 9, use_dpop_nonce); Outcome.Nonce is a fresh one.
 	UseNonce
+	// WrongCertificate: a certificate-bound token (cnf.x5t#S256) came
+	// over a connection without a client certificate, or with another one
+	// (RFC 8705 section 3: 401, invalid_token). Checked right after the
+	// token verified, before the DPoP proof and the registry.
+	WrongCertificate
 )
 
 var resultNames = [...]string{"admitted", "missing token", "malformed request", "malformed token", "invalid", "expired",
-	"revoked", "wrong audience kind", "rate limited", "unavailable", "invalid DPoP proof", "use DPoP nonce"}
+	"revoked", "wrong audience kind", "rate limited", "unavailable", "invalid DPoP proof", "use DPoP nonce", "wrong client certificate"}
 
 func (r Result) String() string {
 	if r < 0 || int(r) >= len(resultNames) {
@@ -134,19 +139,22 @@ type Config struct {
 
 	// PublicBaseURL is the scheme and authority (and path prefix, if any)
 	// the API is reached at from outside, e.g. "https://api.example.com":
-	// a proof's htu is checked against it plus the request's path. Empty:
-	// derived from each request by Trust.BaseURL (forwarded headers only
-	// from trusted proxies, else the connection and Host).
+	// a proof's htu is checked against it plus the request's path.
+	// Required: it is configuration, never the request's word (a Host or
+	// X-Forwarded-Host header names whatever the caller wants; issue 59
+	// point 8).
 	PublicBaseURL string
-	// Trust names the proxies whose X-Forwarded-Proto and -Host count when
-	// PublicBaseURL is empty.
-	Trust clientip.Trust
 	// Nonces, when not nil, requires a server nonce in every proof (RFC
 	// 9449 section 9): a *dpopnonce.Shared, the same for every replica.
 	Nonces Nonces
 	// Now is the clock proofs' iat and nonces are checked against (nil:
 	// time.Now).
 	Now func() time.Time
+
+	// Certificates reads a request's client certificate (RFC 8705
+	// section 3; mtls.go): the TLS connection's, or a trusted proxy's
+	// Client-Cert field. Its Trust is the API's trusted proxies.
+	Certificates clientcert.Source
 }
 
 // Nonces issues and checks server nonces (*dpopnonce.Shared,
@@ -169,16 +177,31 @@ func New(cfg Config, tokens Verifier, registry Registry) (*Admission, error) {
 	if tokens == nil || registry == nil {
 		return nil, errors.New("admission: a verifier and a registry are required")
 	}
-	if cfg.PublicBaseURL != "" {
-		if _, ok := dpop.NormalizeURI(cfg.PublicBaseURL); !ok {
-			return nil, fmt.Errorf("admission: public base URL %q: want an absolute http or https URL", cfg.PublicBaseURL)
-		}
-		cfg.PublicBaseURL = strings.TrimSuffix(cfg.PublicBaseURL, "/")
+	if err := CheckPublicBaseURL(cfg.PublicBaseURL); err != nil {
+		return nil, fmt.Errorf("admission: %w", err)
 	}
+	cfg.PublicBaseURL = strings.TrimSuffix(cfg.PublicBaseURL, "/")
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
 	return &Admission{cfg: cfg, tokens: tokens, registry: registry}, nil
+}
+
+// ErrNoPublicBaseURL: an API that checks DPoP proofs was given no public
+// base URL (Config.PublicBaseURL).
+var ErrNoPublicBaseURL = errors.New("a public base URL is required: a DPoP proof's htu is checked against it (RFC 9449 section 4.3), never against the request's Host")
+
+// CheckPublicBaseURL is the one rule for an API's public base URL: given,
+// and an absolute http or https URL (dpop.NormalizeURI), e.g.
+// "https://api.example.com".
+func CheckPublicBaseURL(base string) error {
+	if base == "" {
+		return ErrNoPublicBaseURL
+	}
+	if _, ok := dpop.NormalizeURI(base); !ok {
+		return fmt.Errorf("public base URL %q: want an absolute http or https URL", base)
+	}
+	return nil
 }
 
 // Credentials are what a request says about its access token, parsed once.
@@ -204,6 +227,11 @@ func (a *Admission) Admit(ctx context.Context, r *http.Request) Outcome {
 		return a.finish(Outcome{Result: Invalid, Err: err, DPoP: cred.DPoP})
 	case err != nil:
 		return Outcome{Result: Unavailable, Err: fmt.Errorf("verify token: %w", err), DPoP: cred.DPoP}
+	}
+	if claims.BoundCertificate() != "" {
+		if err := a.checkCertificate(r, claims); err != nil {
+			return a.finish(Outcome{Result: WrongCertificate, Claims: claims, Err: err, DPoP: cred.DPoP || claims.BoundKey() != ""})
+		}
 	}
 	ref := clients.TokenRefOf(claims)
 	bound := claims.BoundKey() != ""

@@ -107,7 +107,7 @@ func (f *fixture) admission(t *testing.T, kind admission.Clients, registry admis
 		registry = f.store
 	}
 	v := accesstoken.NewCachingVerifier(accesstoken.NewVerifier(f.keys, issuer, audience, f.clock.Now), 0, nil)
-	a, err := admission.New(admission.Config{Clients: kind, RefuseQueryToken: refuseQuery, RateNow: func() time.Time { return epoch }}, v, registry)
+	a, err := admission.New(admission.Config{Clients: kind, RefuseQueryToken: refuseQuery, RateNow: func() time.Time { return epoch }, PublicBaseURL: publicBase}, v, registry)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@
 //     standing at the token's credential generation, counts the request
 //     against the client's per-minute limit and reads what the client is;
 //  4. audience kind: operator clients only on the admin API, never on the
-//     partner API (README: Admin API).
+//     partner API (deploy/docs/operator-guide.md: Admin API).
 //
 // It returns an Outcome: a Result (missing token, malformed request,
 // malformed token, invalid, expired, revoked, wrong audience kind, rate
@@ -55,11 +55,10 @@
 //
 // The public URI a proof's htu must name is Config.PublicBaseURL plus the
 // request's path: the resource server's BASE_URL, the admin API's
-// --admin-base-url. When none is configured it is derived from the
-// request by clientip.Trust.BaseURL: X-Forwarded-Proto and
-// X-Forwarded-Host only from a trusted proxy (TRUSTED_PROXIES), else the
-// connection's scheme and the Host header; a client elsewhere cannot pick
-// the URL its proof is checked against.
+// --admin-base-url. It is required (New refuses an API without one,
+// ErrNoPublicBaseURL): the URL a proof is checked against is
+// configuration, never a Host or X-Forwarded-Host header, which a caller
+// (or a proxy passing the caller's on) may set to anything.
 //
 // Server nonces (section 9) are off by default; DPOP_NONCES=true
 // (--dpop-nonces, pkg/serveconfig) turns them on for both APIs and the

@@ -71,15 +71,11 @@ func (a *Admission) checkProof(r *http.Request, cred Credentials, claims *access
 }
 
 // publicURI is the URI a proof's htu must name (RFC 9449 section 4.3,
-// check 9): the public base URL (configured, or the request's through
-// trusted proxies) plus the request's path. Its query is left out: htu
-// has none.
+// check 9): the configured public base URL plus the request's path, never
+// the Host or forwarded headers the request carries. Its query is left
+// out: htu has none.
 func (a *Admission) publicURI(r *http.Request) string {
-	base := a.cfg.PublicBaseURL
-	if base == "" {
-		base = a.cfg.Trust.BaseURL(r)
-	}
-	return base + r.URL.EscapedPath()
+	return a.cfg.PublicBaseURL + r.URL.EscapedPath()
 }
 
 // finish adds a fresh DPoP-Nonce to a DPoP outcome while nonces are on

@@ -10,7 +10,6 @@ import (
 
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
 	"github.com/partnerapi/authplatform/pkg/admission"
-	"github.com/partnerapi/authplatform/pkg/clientip"
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/dpop"
 	"github.com/partnerapi/authplatform/pkg/dpop/dpoptest"
@@ -42,11 +41,11 @@ func (f *fixture) boundToken(t *testing.T, c clients.Client, key *dpoptest.Key) 
 // dpopAdmission is the partner admission with DPoP settings: the public
 // base URL, nonces (nil: off), over its own store on the fixture's Redis
 // and prefix (another replica).
-func (f *fixture) dpopAdmission(t *testing.T, base string, trust clientip.Trust, nonces admission.Nonces) *admission.Admission {
+func (f *fixture) dpopAdmission(t *testing.T, base string, nonces admission.Nonces) *admission.Admission {
 	t.Helper()
 	v := accesstoken.NewCachingVerifier(accesstoken.NewVerifier(f.keys, issuer, audience, f.clock.Now), 0, nil)
 	a, err := admission.New(admission.Config{Clients: admission.Partners, RefuseQueryToken: true, RateNow: func() time.Time { return epoch },
-		PublicBaseURL: base, Trust: trust, Nonces: nonces, Now: f.clock.Now}, v, f.replica())
+		PublicBaseURL: base, Nonces: nonces, Now: f.clock.Now}, v, f.replica())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +122,7 @@ func TestAdmitDPoP(t *testing.T) {
 		{"empty DPoP token", dpopRequest("DPoP", "", good()), admission.MalformedToken, nil},
 		{"garbage DPoP token", dpopRequest("DPoP", "svc_at_a.b.c", good()), admission.Invalid, nil},
 	}
-	a := f.dpopAdmission(t, publicBase, clientip.Trust{}, nil)
+	a := f.dpopAdmission(t, publicBase, nil)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			out := a.Admit(ctx, c.req)
@@ -161,7 +160,7 @@ func TestAdmitDPoPReplay(t *testing.T) {
 	ctx := context.Background()
 	key := dpoptest.NewKey()
 	tok := f.boundToken(t, f.partner, key)
-	one, two := f.dpopAdmission(t, publicBase, clientip.Trust{}, nil), f.dpopAdmission(t, publicBase, clientip.Trust{}, nil)
+	one, two := f.dpopAdmission(t, publicBase, nil), f.dpopAdmission(t, publicBase, nil)
 	p := key.Sign(dpoptest.Proof{Method: http.MethodGet, URI: meURI, AccessToken: tok, IssuedAt: f.clock.Now()})
 	if out := one.Admit(ctx, dpopRequest("DPoP", tok, p)); out.Result != admission.Admitted {
 		t.Fatalf("first use on replica one: %v (%v)", out.Result, out.Err)
@@ -208,7 +207,7 @@ func TestAdmitDPoPNonces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	one, two := f.dpopAdmission(t, publicBase, clientip.Trust{}, na), f.dpopAdmission(t, publicBase, clientip.Trust{}, nb)
+	one, two := f.dpopAdmission(t, publicBase, na), f.dpopAdmission(t, publicBase, nb)
 
 	out := one.Admit(ctx, dpopRequest("DPoP", tok, sign("")))
 	if out.Result != admission.UseNonce || !errors.Is(out.Err, dpop.ErrUseNonce) || out.Nonce == "" || !out.DPoP {
@@ -227,43 +226,45 @@ func TestAdmitDPoPNonces(t *testing.T) {
 	if out := one.Admit(ctx, dpopRequest("Bearer", f.token(t, f.ks, f.partner))); out.Result != admission.Admitted || out.Nonce != "" || out.DPoP {
 		t.Fatalf("bearer with nonces on: %v, nonce %q", out.Result, out.Nonce)
 	}
-	off := f.dpopAdmission(t, publicBase, clientip.Trust{}, nil)
+	off := f.dpopAdmission(t, publicBase, nil)
 	if out := off.Admit(ctx, dpopRequest("DPoP", tok, sign("whatever"))); out.Result != admission.Admitted || out.Nonce != "" {
 		t.Fatalf("nonces off, proof with a nonce: %v (%v), nonce %q", out.Result, out.Err, out.Nonce)
 	}
 }
 
-// TestAdmitDPoPDerivedURI: without a configured public base URL, the htu
-// is checked against the URL the request was sent to: X-Forwarded-Proto
-// and -Host from a trusted proxy, never from another peer.
-func TestAdmitDPoPDerivedURI(t *testing.T) {
+// TestAdmitDPoPConfiguredURI: the htu is checked against the configured
+// public base URL only (issue 59 point 8): a proof made for the URL a Host
+// or X-Forwarded-Host header names, even from a trusted proxy, is refused;
+// New refuses an API without a public base URL, or with one that is not an
+// absolute http(s) URL.
+func TestAdmitDPoPConfiguredURI(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	key := dpoptest.NewKey()
 	tok := f.boundToken(t, f.partner, key)
-	trust, err := clientip.ParseTrust("192.0.2.0/24")
-	if err != nil {
-		t.Fatal(err)
+	a := f.dpopAdmission(t, publicBase, nil)
+	proof := func(uri string) string {
+		return key.Sign(dpoptest.Proof{Method: http.MethodGet, URI: uri, AccessToken: tok, IssuedAt: f.clock.Now()})
 	}
-	a := f.dpopAdmission(t, "", trust, nil)
-	forwarded := func(peer string) *http.Request {
-		r := dpopRequest("DPoP", tok, key.Sign(dpoptest.Proof{Method: http.MethodGet, URI: meURI, AccessToken: tok, IssuedAt: f.clock.Now()}))
-		r.RemoteAddr = peer + ":41000"
-		r.Header.Set("X-Forwarded-Proto", "https")
-		r.Header.Set("X-Forwarded-Host", "api.partner.test")
-		return r
+	evil := dpopRequest("DPoP", tok, proof("http://evil.example/api/v1/me/"))
+	evil.Host = "evil.example"
+	if out := a.Admit(ctx, evil); out.Result != admission.InvalidProof {
+		t.Errorf("htu of the Host header: %v, want InvalidProof", out.Result)
 	}
-	if out := a.Admit(ctx, forwarded("192.0.2.7")); out.Result != admission.Admitted {
-		t.Fatalf("from the trusted proxy: %v (%v)", out.Result, out.Err)
+	forwarded := dpopRequest("DPoP", tok, proof("https://evil.example/api/v1/me/"))
+	forwarded.Header.Set("X-Forwarded-Proto", "https")
+	forwarded.Header.Set("X-Forwarded-Host", "evil.example")
+	if out := a.Admit(ctx, forwarded); out.Result != admission.InvalidProof {
+		t.Errorf("htu of X-Forwarded-Host: %v, want InvalidProof", out.Result)
 	}
-	if out := a.Admit(ctx, forwarded("198.51.100.9")); out.Result != admission.InvalidProof {
-		t.Fatalf("forwarded headers from an untrusted peer: %v, want InvalidProof (htu)", out.Result)
+	if out := a.Admit(ctx, dpopRequest("DPoP", tok, proof(meURI))); out.Result != admission.Admitted {
+		t.Errorf("htu of the public base URL: %v (%v)", out.Result, out.Err)
 	}
-	direct := dpopRequest("DPoP", tok, key.Sign(dpoptest.Proof{Method: http.MethodGet, URI: "http://example.com/api/v1/me/", AccessToken: tok, IssuedAt: f.clock.Now()}))
-	if out := a.Admit(ctx, direct); out.Result != admission.Admitted {
-		t.Fatalf("direct, htu of the Host: %v (%v)", out.Result, out.Err)
+	v := accesstoken.NewCachingVerifier(accesstoken.NewVerifier(f.keys, issuer, audience, f.clock.Now), 0, nil)
+	if _, err := admission.New(admission.Config{}, v, f.store); !errors.Is(err, admission.ErrNoPublicBaseURL) {
+		t.Errorf("New without a public base URL: %v, want ErrNoPublicBaseURL", err)
 	}
-	if _, err := admission.New(admission.Config{PublicBaseURL: "ftp://x"}, accesstoken.NewCachingVerifier(accesstoken.NewVerifier(f.keys, issuer, audience, f.clock.Now), 0, nil), f.store); err == nil {
+	if _, err := admission.New(admission.Config{PublicBaseURL: "ftp://x"}, v, f.store); err == nil {
 		t.Error("New accepted an ftp public base URL")
 	}
 }

@@ -261,13 +261,26 @@ func (p *Program) printGroup(w io.Writer, word string, cs []*Command) {
 // printCommand prints one command's usage, summary and flags.
 func (p *Program) printCommand(w io.Writer, c *Command, fs *flag.FlagSet) {
 	fmt.Fprintf(w, "usage: %s %s\n\n%s\n", p.Name, strings.TrimSpace(c.Name+" "+c.Synopsis), c.Summary)
+	if hasFlags(fs) {
+		fmt.Fprint(w, "\nflags:\n")
+		PrintFlags(w, fs)
+	}
+}
+
+func hasFlags(fs *flag.FlagSet) bool {
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	return n > 0
+}
+
+// PrintFlags prints fs's flags as every command's help lists them, one a
+// line, sorted: "  --name kind   usage (default D)", the default left out
+// when it is empty, false or 0. A program with a flag set of its own
+// (deploy/local) prints its -h with it.
+func PrintFlags(w io.Writer, fs *flag.FlagSet) {
 	var flags []*flag.Flag
 	fs.VisitAll(func(f *flag.Flag) { flags = append(flags, f) })
-	if len(flags) == 0 {
-		return
-	}
 	sort.Slice(flags, func(i, j int) bool { return flags[i].Name < flags[j].Name })
-	fmt.Fprint(w, "\nflags:\n")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, f := range flags {
 		kind, usage := flag.UnquoteUsage(f)

@@ -98,9 +98,11 @@ func peer(r *http.Request) (netip.Addr, bool) {
 // ("https://api.example.com"): those a trusted proxy forwarded
 // (X-Forwarded-Proto when "http" or "https", X-Forwarded-Host), else the
 // connection's (https when it is TLS) and the Host header's. Forwarded
-// values from any other peer are ignored, so a caller cannot choose the
-// URL a DPoP proof's htu is checked against (RFC 9449 section 4.3) nor
-// the links of a document. The host is not validated: callers check it.
+// values from any other peer are ignored. The Host header is the caller's
+// word all the same: this is for the links of a document served without a
+// configured base URL, never for what a security check compares with (a
+// DPoP proof's htu is checked against configuration only, package
+// admission). The host is not validated: callers check it.
 func (t Trust) BaseURL(r *http.Request) string {
 	scheme, host := "http", r.Host
 	if r.TLS != nil {

@@ -3,14 +3,15 @@ package clients
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
 	"github.com/partnerapi/authplatform/pkg/ratelimit"
 )
 
-// Admission outcomes of AdmitAPI (admit.lua names them DEAD, ADMITTED and
-// LIMITED).
+// Admission outcomes of AdmitAPI (admit.lua's codes DEAD, ADMITTED,
+// LIMITED and REPLAYED).
 type Outcome int
 
 // Outcomes.
@@ -55,20 +56,9 @@ func TokenRefOf(c *accesstoken.Claims) TokenRef {
 }
 
 // admitAPIScript (scripts.go, lua/admit.lua) checks a token's standing
-// and counts the API request, returning what GET /api/v1/me/ shows.
-
-// admitReply is admit.lua's reply: {DEAD}, or every field.
-type admitReply struct {
-	Code        int64 // Outcome: Dead, Admitted, Limited
-	Count       int64
-	WaitMS      int64
-	Limit       int64
-	Name        string
-	Audience    string
-	OrgName     string
-	OrgSlug     string
-	Environment string
-}
+// and counts the API request, returning what GET /api/v1/me/ shows; its
+// keys, arguments, reply and codes are its contract (contracts.go:
+// admitKeys, admitArgs, admitReply, admitCode).
 
 // Description is what GET /api/v1/me/ shows of a client beyond its token.
 type Description struct {
@@ -96,34 +86,40 @@ func (s *Store) AdmitAPI(ctx context.Context, t TokenRef, now func() time.Time) 
 	if !ValidClientID(t.ClientID) {
 		return APIAdmission{Outcome: Dead}, nil
 	}
-	keys := []string{s.clientKey(t.ClientID), s.apiLogKey(t.ClientID), s.revokedTokenKey(t.ClientID, t.ID)}
-	args := []any{t.Generation, ratelimit.NowArg(now), Window.Milliseconds(), t.SecretID, t.ExpiresAt}
+	keys := admitKeys{Client: s.clientKey(t.ClientID), APILog: s.apiLogKey(t.ClientID), RevokedMark: s.revokedTokenKey(t.ClientID, t.ID)}
+	args := admitArgs{Generation: t.Generation, NowMS: ratelimit.NowArg(now), WindowMS: Window.Milliseconds(), SecretID: t.SecretID, Exp: t.ExpiresAt}
 	if t.DPoPReplay != "" {
 		ttl := t.DPoPReplayTTL.Milliseconds()
 		if ttl <= 0 {
 			return APIAdmission{}, unavailable("admit API request", errors.New("a DPoP replay mark needs a lifetime"))
 		}
-		keys = append(keys, s.dpopKey(t.ClientID, t.DPoPReplay))
-		args = append(args, ttl)
+		keys.ReplayMark, args.ReplayTTLMS = s.dpopKey(t.ClientID, t.DPoPReplay), ttl
 	}
-	r, err := s.runHot(ctx, admitAPIScript, keys, args...).Result()
+	res, err := s.runHot(ctx, admitAPIScript, keys.list(), args.list()...).Result()
+	var r admitReply
+	if err == nil {
+		err = r.decode(res)
+	}
 	if err != nil {
 		return APIAdmission{}, unavailable("admit API request", err)
 	}
-	var rep admitReply
-	if err := decodeReply(r, &rep); err != nil {
-		return APIAdmission{}, unavailable("admit API request", err)
+	var out APIAdmission
+	switch r.Code {
+	case admitDead:
+		return APIAdmission{Outcome: Dead}, nil
+	case admitReplayed:
+		return APIAdmission{Outcome: Replayed}, nil
+	case admitAdmitted:
+		out.Outcome = Admitted
+	case admitLimited:
+		out.Outcome = Limited
+	default:
+		return APIAdmission{}, unavailable("admit API request", fmt.Errorf("unexpected reply %+v (code %v)", r, r.Code))
 	}
-	switch Outcome(rep.Code) {
-	case Dead, Replayed:
-		return APIAdmission{Outcome: Outcome(rep.Code)}, nil
+	out.Decision = ratelimit.Decided(r.Code == admitAdmitted, r.Count, r.WaitMS)
+	out.Description = Description{
+		RateLimitPerMinute: r.Limit, Name: r.Name, Audience: r.Audience,
+		OrgName: r.OrgName, OrgSlug: r.OrgSlug, Environment: r.Environment,
 	}
-	return APIAdmission{
-		Outcome:  Outcome(rep.Code),
-		Decision: ratelimit.FromScript(2-rep.Code, rep.Count, rep.WaitMS),
-		Description: Description{
-			RateLimitPerMinute: rep.Limit, Name: rep.Name, Audience: rep.Audience,
-			OrgName: rep.OrgName, OrgSlug: rep.OrgSlug, Environment: rep.Environment,
-		},
-	}, nil
+	return out, nil
 }

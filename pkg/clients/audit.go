@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"fmt"
 	"strconv"
 
 	"github.com/partnerapi/authplatform/pkg/audit"
@@ -24,7 +23,7 @@ const auditMaxLen = 10000
 // auditMaxLen are kept); ID is the record's place, 1 the oldest kept.
 func (s *Store) ClientAudit(ctx context.Context, id string) ([]audit.Record, error) {
 	if !ValidClientID(id) {
-		return nil, fmt.Errorf("client %q: %w", id, ErrNotFound)
+		return nil, NotFoundf("client %q", id)
 	}
 	lines, err := s.rdb.LRange(ctx, s.clientAudit(id), 0, -1).Result()
 	if err != nil {

@@ -68,62 +68,17 @@ func str(v any) string { s, _ := v.(string); return s }
 //     dropped first. The hash expires a minute after its newest tag.
 //
 // A wrong or replayed assertion is a failure like a wrong secret: the same
-// invalid_client, the same limits (RFC 7521 section 4.2.1).
+// invalid_client, the same limits (RFC 7521 section 4.2.1). But an
+// assertion whose signature and claims verified (the caller's check) is
+// not refused by a spent failure budget: its signature proves the key, so
+// it is no guess, and failed assertions with made-up kids from a
+// neighbour behind the same address must not lock the client out. Its
+// jti, and the client's own token limit, still decide.
 //
 // The script is lua/authenticate.lua after pkg/ratelimit/window.lua
-// (scripts.go); its keys are authKeys, its arguments authArgs and its reply
-// authReply, each in the order of the file's header.
-
-// Reply codes of authenticate.lua (authReply.Code), named alike there.
-const (
-	replyUnknown      = 0
-	replyBad          = 1
-	replyTooMany      = 2
-	replyBadScope     = 3
-	replyTokenLimited = 4
-	replyOK           = 5
-	replyStaleKeys    = 6
-	replyProofNeeded  = 7
-	replyProofBad     = 8
-	replyProofReplay  = 9
-)
-
-// authArgs are authenticate.lua's ARGV, in order.
-type authArgs struct {
-	Digest, DigestHex string // the secret's digest, raw and hex ("" for an assertion)
-	Mode              string // "token" or "caller"
-	WantScopes        int64  // scope bits; -1 every scope held, -2 a scope that cannot be granted
-	NowMS, WindowMS   int64
-	FailureLimit      int64
-	Tag               string // the credential's failure tag
-	RepeatLimit       int64
-	Method            string // "secret" or "assertion"
-	Verified          string // "1" when the assertion verified
-	KeysVersion       string
-	JTITTLMS          int64
-	CheckSecretID     string // "" for no token to check
-	CheckExp          int64
-	Proof             string // "" no DPoP proof, "0" refused, "1" verified
-	ProofTTLMS        int64
-}
-
-func (a authArgs) argv() []any {
-	return []any{a.Digest, a.DigestHex, a.Mode, a.WantScopes, a.NowMS, a.WindowMS, a.FailureLimit, a.Tag,
-		a.RepeatLimit, a.Method, a.Verified, a.KeysVersion, a.JTITTLMS, a.CheckSecretID, a.CheckExp, a.Proof, a.ProofTTLMS}
-}
-
-// authReply is authenticate.lua's reply.
-type authReply struct {
-	Code       int64
-	Generation int64
-	Granted    int64 // scope bits
-	Count      int64 // token requests counted
-	WaitMS     int64
-	Limit      int64 // token requests per minute
-	Repeated   bool
-	SecretID   int64
-	TokenAlive bool
-}
+// (scripts.go); its keys, arguments, reply and codes are its contract
+// (contracts.go), from which authKeys, authArgs, authReply and authCode
+// are generated.
 
 // failureTag is what the failure limits remember of a wrong credential: 8
 // bytes of a SHA-256 of its digest (of a secret) or of the assertion, under
@@ -181,6 +136,9 @@ type Attempt struct {
 	// Assertion is set when the client authenticates with a JWT assertion
 	// (private_key_jwt) instead of a secret.
 	Assertion *AssertionCheck
+	// Certificate is set when the client authenticates with the
+	// certificate of its mutual-TLS connection (RFC 8705 section 2).
+	Certificate *CertificateCheck
 	// Address identifies who presents the credentials (an IPv4 address or
 	// an IPv6 /64): failures are counted per address and client, so a
 	// stale integration never locks out its neighbours behind the same
@@ -234,6 +192,20 @@ type AssertionCheck struct {
 	// refused, as its jti could not be remembered.
 	JTI     string
 	Expires time.Time
+}
+
+// CertificateCheck is what the caller learnt of a mutual-TLS client
+// certificate (RFC 8705 section 2) before Authenticate: whether it
+// authenticates the client by its registration of KeysVersion
+// (Store.ClientKeys): for tls_client_auth its chain to the operator's
+// client CA and its subject (TLSSubject.Matches, VerifyChain), for
+// self_signed_tls_client_auth its key (KeyRegistered).
+type CertificateCheck struct {
+	// Thumbprint is the certificate's SHA-256 (x5t#S256): a refused
+	// one's failure tag.
+	Thumbprint  string
+	Verified    bool
+	KeysVersion string
 }
 
 // ProofCheck is what the caller learnt of a token request's DPoP proof.
@@ -298,10 +270,14 @@ func (s *Store) Authenticate(ctx context.Context, a Attempt) (Authentication, er
 	var d Digest
 	method, raw, hexd := "secret", "", ""
 	tag := ""
-	if a.Assertion != nil {
+	switch {
+	case a.Certificate != nil:
+		method = "certificate"
+		tag = failureTag(sha256.Sum256([]byte("certificate\x00" + a.Certificate.Thumbprint)))
+	case a.Assertion != nil:
 		method = "assertion"
 		tag = failureTag(sha256.Sum256([]byte(a.Assertion.Raw)))
-	} else {
+	default:
 		d = DigestOf(a.Secret)
 		raw, hexd, tag = string(d[:]), hex.EncodeToString(d[:]), failureTag(d)
 	}
@@ -329,14 +305,17 @@ func (s *Store) Authenticate(ctx context.Context, a Attempt) (Authentication, er
 	}
 	args := authArgs{Digest: raw, DigestHex: hexd, Mode: mode, WantScopes: want, NowMS: ratelimit.NowArg(a.Now),
 		WindowMS: Window.Milliseconds(), FailureLimit: a.FailureLimit, Tag: tag, RepeatLimit: repeatLimit,
-		Method: method, Verified: "0", JTITTLMS: 1}
-	jtiKey := s.jtiKey(a.ClientID, "")
-	if as := a.Assertion; as != nil {
-		if as.Verified {
-			args.Verified = "1"
-		}
-		args.KeysVersion = as.KeysVersion
-		jtiKey = s.jtiKey(a.ClientID, jtiMark(as.JTI))
+		Method: method, JTITTLMS: 1}
+	keys := authKeys{Client: s.clientKey(a.ClientID), TokenLog: s.tokenLogKey(a.ClientID),
+		FailureLog: s.failureLogKey(a.ClientID, a.Address), FailureTags: s.failureTagsKey(a.ClientID, a.Address),
+		RepeatLog: s.repeatLogKey(a.ClientID, a.Address), RevokedMark: s.revokedTokenKey(a.ClientID, ""),
+		JTIMark: s.jtiKey(a.ClientID, ""), ProofMark: s.dpopKey(a.ClientID, "")}
+	if c := a.Certificate; c != nil {
+		args.Verified, args.KeysVersion = c.Verified, c.KeysVersion
+	}
+	if as := a.Assertion; as != nil && a.Certificate == nil {
+		args.Verified, args.KeysVersion = as.Verified, as.KeysVersion
+		keys.JTIMark = s.jtiKey(a.ClientID, jtiMark(as.JTI))
 		// Kept a second past Expires (exp, rounded down to seconds, plus
 		// the leeway it is accepted with). An assertion whose jti cannot
 		// be remembered (Expires passed) is refused: accepting it would
@@ -348,61 +327,66 @@ func (s *Store) Authenticate(ctx context.Context, a Attempt) (Authentication, er
 		if left := as.Expires.Sub(now()); left > 0 {
 			args.JTITTLMS = left.Milliseconds() + 1000
 		} else {
-			args.Verified = "0"
+			args.Verified = false
 		}
 	}
-	proofKey := s.dpopKey(a.ClientID, "")
 	if p := a.DPoP; p != nil && a.Token {
 		args.Proof = "0"
 		if p.Verified && p.TTL > 0 {
 			args.Proof, args.ProofTTLMS = "1", p.TTL.Milliseconds()
-			proofKey = s.dpopKey(a.ClientID, dpop.ReplayKey(p.Proof))
+			keys.ProofMark = s.dpopKey(a.ClientID, dpop.ReplayKey(p.Proof))
 		}
 	}
-	checkKey := s.revokedTokenKey(a.ClientID, "")
 	if c := a.Check; c != nil && c.ClientID == a.ClientID {
-		checkKey, args.CheckSecretID, args.CheckExp = s.revokedTokenKey(a.ClientID, c.ID), strconv.FormatInt(c.SecretID, 10), c.ExpiresAt
+		keys.RevokedMark, args.CheckSecretID, args.CheckExp = s.revokedTokenKey(a.ClientID, c.ID), strconv.FormatInt(c.SecretID, 10), c.ExpiresAt
 	}
-	res, err := s.runHot(ctx, authenticateScript,
-		[]string{s.clientKey(a.ClientID), s.tokenLogKey(a.ClientID), s.failureLogKey(a.ClientID, a.Address),
-			s.failureTagsKey(a.ClientID, a.Address), s.repeatLogKey(a.ClientID, a.Address), checkKey, jtiKey, proofKey},
-		args.argv()...).Result()
+	res, err := s.runHot(ctx, authenticateScript, keys.list(), args.list()...).Result()
 	var r authReply
 	if err == nil {
-		err = decodeReply(res, &r)
+		err = r.decode(res)
 	}
 	if err != nil {
 		return Authentication{}, unavailable("authenticate", err)
 	}
-	out := Authentication{Known: r.Code != replyUnknown, Repeated: r.Repeated, SecretID: r.SecretID, TokenAlive: r.TokenAlive}
+	out := Authentication{Known: r.Code != authUnknown, Repeated: r.Repeated, SecretID: r.SecretID, TokenAlive: r.TokenAlive}
 	switch r.Code {
-	case replyUnknown, replyBad:
+	case authUnknown, authBad:
 		out.Outcome = BadCredentials
-	case replyTooMany:
+	case authTooMany:
 		out.Outcome = TooManyFailures
 		flimit := a.FailureLimit
 		if out.Repeated {
 			flimit = repeatLimit
 		}
-		out.Decision = ratelimit.FromScript(0, flimit, r.WaitMS)
-	case replyBadScope:
-		out.Outcome, out.Generation, out.Scopes = InvalidScope, r.Generation, scopesFrom(strconv.FormatInt(r.Granted, 10))
-	case replyTokenLimited, replyOK:
-		out.Outcome, out.Generation, out.Scopes = Authenticated, r.Generation, scopesFrom(strconv.FormatInt(r.Granted, 10))
-		if r.Code == replyTokenLimited {
-			out.Outcome = TokenLimited
-		}
+		out.Decision = ratelimit.Decided(false, flimit, r.WaitMS)
+	case authStaleKeys:
+		out.Outcome = StaleKeys
+	case authBadScope:
+		out.Outcome = InvalidScope
+	case authTokenLimited:
+		out.Outcome = TokenLimited
+	case authOK:
+		out.Outcome = Authenticated
+	case authProofRequired:
+		out.Outcome = ProofRequired
+	case authProofInvalid:
+		out.Outcome = ProofInvalid
+	case authProofReplayed:
+		out.Outcome = ProofReplayed
+	default:
+		return Authentication{}, unavailable("authenticate", fmt.Errorf("unexpected reply %+v (code %v)", r, r.Code))
+	}
+	// The client authenticated: its generation and the granted scope, and
+	// for a counted token request its limit's decision.
+	switch out.Outcome {
+	case TokenLimited, Authenticated:
 		if a.Token {
-			out.Decision = ratelimit.FromScript(r.Code-replyTokenLimited, r.Count, r.WaitMS)
+			out.Decision = ratelimit.Decided(r.Code == authOK, r.Count, r.WaitMS)
 			out.Limit = r.Limit
 		}
-	case replyStaleKeys:
-		out.Outcome = StaleKeys
-	case replyProofNeeded, replyProofBad, replyProofReplay:
-		out.Outcome = ProofRequired + AuthOutcome(r.Code-replyProofNeeded)
+		fallthrough
+	case InvalidScope, ProofRequired, ProofInvalid, ProofReplayed:
 		out.Generation, out.Scopes = r.Generation, scopesFrom(strconv.FormatInt(r.Granted, 10))
-	default:
-		return Authentication{}, unavailable("authenticate", fmt.Errorf("unexpected reply %+v", r))
 	}
 	out.Checked = out.Outcome != TooManyFailures && out.Outcome != StaleKeys && !out.Repeated
 	return out, nil

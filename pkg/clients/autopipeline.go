@@ -10,6 +10,7 @@ import (
 
 	"github.com/partnerapi/authplatform/pkg/luascript"
 	"github.com/partnerapi/authplatform/pkg/redisconn"
+	"github.com/partnerapi/authplatform/pkg/tracing"
 )
 
 // UseAutoPipeline sends the per-request scripts (Authenticate, AdmitAPI)
@@ -17,7 +18,8 @@ import (
 // AutoPipeliner, with redisconn.AutoPipelineOptions): concurrent requests'
 // scripts share one write and one read on a connection, instead of one
 // each, which costs the server a third of the client CPU per script
-// (README: REDIS_AUTOPIPELINE, on by default: serveconfig.Pipelining). On
+// (deploy/docs/configuration.md: REDIS_AUTOPIPELINE, on by default:
+// serveconfig.Pipelining). On
 // one node and with Sentinel that is the client's own pipeliner, which
 // runs the client's hooks; on a Cluster, one per primary, each on a client
 // of its own (redisconn.PrimaryPipes) that runs hooks: pass the hooks
@@ -74,6 +76,15 @@ func (s *Store) UseAutoPipeline(hooks ...redis.Hook) error {
 	return nil
 }
 
+// TraceSampled makes a request that is traced (its span records: package
+// tracing) run its per-request script on the plain client, whose go-redis
+// OpenTelemetry hook (tracing.InstrumentRedis) sees the request's context
+// and makes the script's span its child; the pipeliner runs every batch
+// on a context of its own. The other requests keep the pipeliner, so a
+// 1% sampler moves 1% of the scripts. Call it before the Store is used,
+// with tracing on only: off, runHot pays one boolean test for it.
+func (s *Store) TraceSampled() { s.traced = true }
+
 // Close releases what UseAutoPipeline opened beside the client (a
 // Cluster's primaries' own clients), after the pipeliners sent what they
 // held. The client itself stays open: its owner closes it, after this.
@@ -94,7 +105,7 @@ func (s *Store) Close() error {
 // so it cannot count anything twice. On a Cluster, one whose primary's
 // connection broke or was refused runs again there too (s.rerun).
 func (s *Store) runHot(ctx context.Context, script *luascript.Script, keys []string, args ...any) *redis.Cmd {
-	if s.pipe == nil {
+	if s.pipe == nil || s.traced && tracing.Recording(ctx) {
 		return script.Run(ctx, s.rdb, keys, args...)
 	}
 	wait := s.waits.context(s.budget + pipeWaitSlack)

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/partnerapi/authplatform/pkg/audit"
 	"github.com/partnerapi/authplatform/pkg/luascript"
 )
@@ -54,16 +56,25 @@ func (s *Store) CreateClient(ctx context.Context, spec ClientSpec) (Client, stri
 		c.DPoPBound = true
 	}
 	secret, blob := "", []byte(nil)
-	if spec.Keys != nil {
-		if blob, err = spec.Keys.blob(); err != nil {
+	switch method := spec.Method(); method {
+	case AuthPrivateKeyJWT, AuthSelfSignedTLSClient, AuthTLSClient:
+		if spec.TLSSubject != nil {
+			blob, err = spec.TLSSubject.blob()
+			subject := *spec.TLSSubject
+			c.TLSSubject = &subject
+		} else {
+			blob, err = spec.Keys.blob()
+			c.JWKSURI = spec.Keys.URL
+		}
+		if err != nil {
 			return Client{}, "", err
 		}
-		fields = append(fields, "auth_method", AuthPrivateKeyJWT, "keys_version", 1, "create_nonce", newNonce())
-		if spec.Keys.URL != "" {
-			fields = append(fields, "jwks_uri", spec.Keys.URL)
+		fields = append(fields, "auth_method", method, "keys_version", 1, "create_nonce", newNonce())
+		if c.JWKSURI != "" {
+			fields = append(fields, "jwks_uri", c.JWKSURI)
 		}
-		c.AuthMethod, c.KeysVersion, c.JWKSURI, c.Secrets = AuthPrivateKeyJWT, 1, spec.Keys.URL, []SecretInfo{}
-	} else {
+		c.AuthMethod, c.KeysVersion, c.Secrets = method, 1, []SecretInfo{}
+	default:
 		secret = NewSecret()
 		digest := DigestOf(secret)
 		fields = append(fields, "secret_digest", string(digest[:]))
@@ -72,29 +83,34 @@ func (s *Store) CreateClient(ctx context.Context, spec ClientSpec) (Client, stri
 	what := "create client " + c.ID
 	// Index first: a crash before the record leaves an index entry that
 	// listings skip, never a half-written client.
-	_, idxAck, err := s.write(ctx, indexScript, []string{s.orgClients(c.OrgSlug)}, c.ID)
+	idx, idxArgs := indexKeys{Set: s.orgClients(c.OrgSlug)}, indexArgs{Member: c.ID}
+	_, idxAck, err := s.write(ctx, indexScript, idx.list(), idxArgs.list()...)
 	if err != nil {
 		return Client{}, "", unavailable(what, err)
 	}
-	args := append([]any{len(fields) / 2}, fields...)
 	entry := audit.Record{At: now, Event: "client.created", Detail: "generation=1", Actor: audit.ActorFrom(ctx)}
-	if c.AuthMethod == AuthPrivateKeyJWT {
-		entry.Detail += " auth_method=" + AuthPrivateKeyJWT
+	if c.AuthMethod != AuthClientSecret {
+		entry.Detail += " auth_method=" + c.AuthMethod
 	}
 	if c.DPoPBound {
 		entry.Detail += " dpop_bound=true"
 	}
-	args = append(args, entry.Line(), auditMaxLen, string(blob))
-	cmd, ack, err := s.write(ctx, createClientScript, []string{s.clientKey(c.ID), s.clientAudit(c.ID), s.keysKey(c.ID)}, args...)
+	keys := createClientKeys{Client: s.clientKey(c.ID), Audit: s.clientAudit(c.ID), PublicKeys: s.keysKey(c.ID)}
+	args := createClientArgs{AuditLine: entry.Line(), AuditCap: auditMaxLen, KeySet: string(blob), Fields: fields}
+	cmd, ack, err := s.write(ctx, createClientScript, keys.list(), args.list()...)
 	if err != nil {
 		return Client{}, "", unavailable(what, err)
 	}
-	var created struct{ Created bool }
-	if err := decodeReply(cmd.Val(), &created); err != nil {
+	var r createClientReply
+	if err := r.decode(cmd.Val()); err != nil {
 		return Client{}, "", unavailable(what, err)
 	}
-	if !created.Created { // 120 random bits collided: practically impossible.
-		return Client{}, "", fmt.Errorf("client %s: %w", c.ID, ErrExists)
+	switch r.Code {
+	case createClientCreated:
+	case createClientExists: // 120 random bits collided: practically impossible.
+		return Client{}, "", refuse(ErrExists, "client %s", c.ID)
+	default:
+		return Client{}, "", unavailable(what, fmt.Errorf("unexpected reply %v", r.Code))
 	}
 	c.CreatedAt, c.UpdatedAt = c.CreatedAt.Truncate(time.Millisecond), c.UpdatedAt.Truncate(time.Millisecond)
 	if !s.confirmed(idxAck, ack) {
@@ -106,38 +122,49 @@ func (s *Store) CreateClient(ctx context.Context, spec ClientSpec) (Client, stri
 // change runs one of the change scripts (scripts.go, lua/change.lua) on
 // client id with value (and, for set_limit.lua, the limit's field) and
 // returns the client's generation after it.
-func (s *Store) change(ctx context.Context, script *luascript.Script, what, id, value string, extra ...any) (int64, error) {
+func (s *Store) change(ctx context.Context, script *luascript.Script, what, id, value, field string) (int64, error) {
 	if !ValidClientID(id) {
-		return 0, fmt.Errorf("client %q: %w", id, ErrNotFound)
+		return 0, NotFoundf("client %q", id)
 	}
 	what += " client " + id
-	args := append([]any{s.now().UnixMilli(), auditMaxLen, newNonce(), audit.LineActor(audit.ActorFrom(ctx)), value}, extra...)
-	cmd, ack, err := s.write(ctx, script, []string{s.clientKey(id), s.clientAudit(id), s.changeNonceKey(id), s.keysKey(id)}, args...)
+	keys := changeKeys{Client: s.clientKey(id), Audit: s.clientAudit(id), Nonce: s.changeNonceKey(id), PublicKeys: s.keysKey(id)}
+	args := changeArgs{At: s.now().UnixMilli(), AuditCap: auditMaxLen, Nonce: newNonce(), Actor: audit.LineActor(audit.ActorFrom(ctx)),
+		Value: value, Field: field}
+	cmd, ack, err := s.write(ctx, script, keys.list(), args.list()...)
 	if err != nil {
 		return 0, unavailable(what, err)
 	}
 	var r changeReply
-	if err := decodeReply(cmd.Val(), &r); err != nil {
+	if err := r.decode(cmd.Val()); err != nil {
 		return 0, unavailable(what, err)
 	}
 	switch r.Code {
 	case changeNotFound:
-		return 0, fmt.Errorf("client %s: %w", id, ErrNotFound)
+		return 0, NotFoundf("client %s", id)
 	case changeRevoked:
-		return 0, fmt.Errorf("client %s: %w", id, ErrRevoked)
+		return 0, refuse(ErrRevoked, "client %s", id)
 	case changeWrongMethod:
-		if script == rotateKeysScript {
-			return 0, fmt.Errorf("%w: client %s authenticates with a secret, not keys (rotate-secret)", ErrConflict, id)
+		// (read back on this refusal only, for its words)
+		c, _ := s.GetClient(ctx, id)
+		switch {
+		case c.AuthMethod == AuthTLSClient:
+			return 0, refuse(ErrConflict, "client %s authenticates with a certificate its CA issued (tls_client_auth): it has no secret or keys to change (register a new client, or revoke it)", id)
+		case script == rotateKeysScript:
+			return 0, refuse(ErrConflict, "client %s authenticates with a secret, not keys (rotate-secret)", id)
 		}
-		return 0, fmt.Errorf("%w: client %s authenticates with private_key_jwt, not a secret (rotate-keys)", ErrConflict, id)
+		m := c.AuthMethod
+		if m == "" || m == AuthClientSecret {
+			m = AuthPrivateKeyJWT
+		}
+		return 0, refuse(ErrConflict, "client %s authenticates with %s, not a secret (rotate-keys)", id, m)
 	case changeConflict:
 		if script == addSecretScript {
-			return 0, fmt.Errorf("%w: client %s already holds two secrets: retire one first", ErrConflict, id)
+			return 0, refuse(ErrConflict, "client %s already holds two secrets: retire one first", id)
 		}
-		return 0, fmt.Errorf("%w: secret %s is client %s's only secret: add another first, or rotate-secret", ErrConflict, value, id)
+		return 0, refuse(ErrConflict, "secret %s is client %s's only secret: add another first, or rotate-secret", value, id)
 	case changeNoSuchSecret:
-		return 0, fmt.Errorf("client %s has no secret %s: %w", id, value, ErrNotFound)
-	case changeDone:
+		return 0, NotFoundf("client %s has no secret %s", id, value)
+	case changeChanged:
 	default:
 		return 0, unavailable(what, fmt.Errorf("unexpected reply %+v", r))
 	}
@@ -156,7 +183,7 @@ func (s *Store) change(ctx context.Context, script *luascript.Script, what, id, 
 func (s *Store) RotateSecret(ctx context.Context, id string) (Client, string, error) {
 	secret := NewSecret()
 	d := DigestOf(secret)
-	gen, err := s.change(ctx, rotateSecretScript, "rotate", id, string(d[:]))
+	gen, err := s.change(ctx, rotateSecretScript, "rotate", id, string(d[:]), "")
 	if gen == 0 {
 		return Client{}, "", err
 	}
@@ -179,7 +206,7 @@ func (s *Store) RotateSecret(ctx context.Context, id string) (Client, string, er
 func (s *Store) AddSecret(ctx context.Context, id string) (Client, int64, string, error) {
 	secret := NewSecret()
 	d := DigestOf(secret)
-	gen, err := s.change(ctx, addSecretScript, "add_secret", id, string(d[:]))
+	gen, err := s.change(ctx, addSecretScript, "add_secret", id, string(d[:]), "")
 	if gen == 0 {
 		return Client{}, 0, "", err
 	}
@@ -202,9 +229,9 @@ func (s *Store) AddSecret(ctx context.Context, id string) (Client, int64, string
 // such secret.
 func (s *Store) RetireSecret(ctx context.Context, id string, secretID int64) (Client, error) {
 	if secretID < 1 {
-		return Client{}, fmt.Errorf("client %s has no secret %d: %w", id, secretID, ErrNotFound)
+		return Client{}, NotFoundf("client %s has no secret %d", id, secretID)
 	}
-	return s.changeAndRead(ctx, retireSecretScript, "retire_secret", id, strconv.FormatInt(secretID, 10))
+	return s.changeAndRead(ctx, retireSecretScript, "retire_secret", id, strconv.FormatInt(secretID, 10), "")
 }
 
 // RotateKeys replaces the public keys of a private_key_jwt client and
@@ -213,13 +240,13 @@ func (s *Store) RetireSecret(ctx context.Context, id string, secretID int64) (Cl
 // token issued before is dead, like a secret rotation.
 func (s *Store) RotateKeys(ctx context.Context, id string, keys ClientKeySource) (Client, error) {
 	if err := keys.Validate(); err != nil {
-		return Client{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+		return Client{}, err
 	}
 	blob, err := keys.blob()
 	if err != nil {
 		return Client{}, err
 	}
-	return s.changeAndRead(ctx, rotateKeysScript, "rotate_keys", id, string(blob))
+	return s.changeAndRead(ctx, rotateKeysScript, "rotate_keys", id, string(blob), "")
 }
 
 // SetRateLimit sets the client's API requests per minute; it applies from
@@ -235,7 +262,7 @@ func (s *Store) SetTokenRateLimit(ctx context.Context, id string, perMinute int6
 
 func (s *Store) setLimit(ctx context.Context, id, field string, perMinute int64) (Client, error) {
 	if perMinute < 1 || perMinute > MaxRateLimitPerMinute {
-		return Client{}, fmt.Errorf("%w: rate limit %d: must be 1-%d", ErrInvalid, perMinute, MaxRateLimitPerMinute)
+		return Client{}, Invalidf("rate limit %d: must be 1-%d", perMinute, MaxRateLimitPerMinute)
 	}
 	return s.changeAndRead(ctx, setLimitScript, field, id, strconv.FormatInt(perMinute, 10), field)
 }
@@ -250,13 +277,13 @@ func (s *Store) SetDPoPBound(ctx context.Context, id string, bound bool) (Client
 	if bound {
 		v = "1"
 	}
-	return s.changeAndRead(ctx, setDPoPScript, "dpop_bound", id, v)
+	return s.changeAndRead(ctx, setDPoPScript, "dpop_bound", id, v, "")
 }
 
 // changeAndRead makes a change and reads the record back; a change the
 // replicas did not confirm comes back with its error.
-func (s *Store) changeAndRead(ctx context.Context, script *luascript.Script, what, id, value string, extra ...any) (Client, error) {
-	gen, err := s.change(ctx, script, what, id, value, extra...)
+func (s *Store) changeAndRead(ctx context.Context, script *luascript.Script, what, id, value, field string) (Client, error) {
+	gen, err := s.change(ctx, script, what, id, value, field)
 	if gen == 0 {
 		return Client{}, err
 	}
@@ -270,16 +297,26 @@ func (s *Store) changeAndRead(ctx context.Context, script *luascript.Script, wha
 // GetClient reads a client's record; ErrNotFound if there is none.
 func (s *Store) GetClient(ctx context.Context, id string) (Client, error) {
 	if !ValidClientID(id) {
-		return Client{}, fmt.Errorf("client %q: %w", id, ErrNotFound)
+		return Client{}, NotFoundf("client %q", id)
 	}
 	m, err := s.rdb.HGetAll(ctx, s.clientKey(id)).Result()
 	if err != nil {
 		return Client{}, unavailable("get client", err)
 	}
 	if len(m) == 0 {
-		return Client{}, fmt.Errorf("client %s: %w", id, ErrNotFound)
+		return Client{}, NotFoundf("client %s", id)
 	}
-	return clientFrom(id, m), nil
+	c := clientFrom(id, m)
+	if c.AuthMethod == AuthTLSClient {
+		raw, err := s.rdb.Get(ctx, s.keysKey(id)).Bytes()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return Client{}, unavailable("get client", err)
+		}
+		if sub, ok := subjectFrom(raw); ok {
+			c.TLSSubject = &sub
+		}
+	}
+	return c, nil
 }
 
 func clientFrom(id string, m map[string]string) Client {
@@ -302,8 +339,8 @@ func clientFrom(id string, m map[string]string) Client {
 		c.RevokedAt = &t
 	}
 	c.AuthMethod, c.Secrets = AuthClientSecret, []SecretInfo{}
-	if m["auth_method"] == AuthPrivateKeyJWT {
-		c.AuthMethod = AuthPrivateKeyJWT
+	if am := m["auth_method"]; am != "" && am != AuthClientSecret {
+		c.AuthMethod = am
 		c.KeysVersion, _ = strconv.ParseInt(m["keys_version"], 10, 64)
 		c.JWKSURI = m["jwks_uri"]
 		return c

@@ -30,7 +30,8 @@ func NewClientID() string {
 	return ClientIDPrefix + idEncoding.EncodeToString(b[:])
 }
 
-// Client secret format (published in the authentication guide and README):
+// Client secret format (published in the authentication guide and
+// deploy/docs/operator-guide.md):
 //
 //	svc_cs_ + 37 random base62 characters + 6 base62 characters of checksum
 //
@@ -71,7 +72,8 @@ func charTable(alphabet string) (t [256]bool) {
 // the alphabet in table: what `^svc_[a-z2-7]{24}$` and `^`+SecretPattern+`$`
 // say (TestFormedMatchesPatterns), checked byte by byte because both run
 // on every token and introspection request, where the regexp engine took
-// 2% of a token request's CPU (profile of 2026-11-26, deploy/bench/PROFILES.md).
+// 2% of a token request's CPU (its CPU profile under load: go run
+// ./deploy/bench --scenarios token --profiles DIR).
 func formed(s, prefix string, n int, table *[256]bool) bool {
 	if len(s) != len(prefix)+n || s[:len(prefix)] != prefix {
 		return false

@@ -25,12 +25,15 @@
 // keys and limits), revocation.go (revoking a client or one token),
 // listing.go (listings), audit.go (the trails, as audit.Record),
 // authenticate.go and admit.go (the per-request checks), sandbox.go.
-// Every script is a file of lua/ with its KEYS, ARGV and reply in a header
-// comment (scripts.go loads them): one per operation, the changes of an
-// existing client after their common lua/change.lua, the per-request
-// scripts after pkg/ratelimit/window.lua, composed by package luascript so
-// Redis's error line numbers name the file and line. Each reply is decoded
-// by decodeReply into a named struct.
+// Every script is a file of lua/ (scripts.go loads them): one per
+// operation, the changes of an existing client after their common
+// lua/change.lua, the per-request scripts after pkg/ratelimit/window.lua,
+// composed by package luascript so Redis's error line numbers name the
+// file and line. Each script's KEYS, ARGV, reply and codes are declared
+// once, in contracts.go; go generate writes from it the script's section
+// that names them and contracts_gen.go, whose structs lay out the
+// arguments and decode the reply, and whose typed codes the Go side
+// switches on (deploy/docs/decisions/0005-script-contracts.md).
 //
 // # Audit
 //

@@ -12,11 +12,12 @@ import (
 func (s *Store) ChangeTwice(ctx context.Context, id, value string) (int64, int64, error) {
 	nonce := newNonce()
 	run := func() (int64, error) {
-		v, err := rotateSecretScript.Run(ctx, s.rdb, []string{s.clientKey(id), s.clientAudit(id), s.changeNonceKey(id), s.keysKey(id)},
-			s.now().UnixMilli(), auditMaxLen, nonce, audit.LineActor(audit.ActorFrom(ctx)), value).Result()
+		keys := changeKeys{Client: s.clientKey(id), Audit: s.clientAudit(id), Nonce: s.changeNonceKey(id), PublicKeys: s.keysKey(id)}
+		args := changeArgs{At: s.now().UnixMilli(), AuditCap: auditMaxLen, Nonce: nonce, Actor: audit.LineActor(audit.ActorFrom(ctx)), Value: value}
+		v, err := rotateSecretScript.Run(ctx, s.rdb, keys.list(), args.list()...).Result()
 		var r changeReply
 		if err == nil {
-			err = decodeReply(v, &r)
+			err = r.decode(v)
 		}
 		return r.Generation, err
 	}

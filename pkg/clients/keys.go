@@ -1,7 +1,6 @@
 package clients
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +12,8 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jwa"
 	"github.com/lestrrat-go/jwx/v3/jwk"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/partnerapi/authplatform/pkg/keysize"
 )
 
 // AssertionAlgorithms are the JWS algorithms a client assertion may be
@@ -24,9 +25,13 @@ var AssertionAlgorithms = []string{"ES256", "ES384", "RS256", "RS384", "PS256", 
 
 // Limits of a client's public keys.
 const (
-	MaxClientKeys     = 10
-	MaxJWKSBytes      = 64 << 10
-	MinRSAKeyBits     = 2048
+	MaxClientKeys = 10
+	MaxJWKSBytes  = 64 << 10
+	// MinRSAKeyBits and MaxRSAKeyBits bound an RSA key's modulus
+	// (package keysize, the one rule for every key a signature is
+	// verified with).
+	MinRSAKeyBits     = keysize.MinRSABits
+	MaxRSAKeyBits     = keysize.MaxRSABits
 	maxJWKSURILength  = 2048
 	keysBlobURIMember = "jwks_uri"
 )
@@ -36,61 +41,82 @@ const (
 // service fetches them from (URL, its "jwks_uri", RFC 7591 section 2).
 type ClientKeySource struct {
 	// JWKS is a JWK set (RFC 7517 section 5) of public signing keys: EC
-	// P-256 or P-384, RSA of at least 2048 bits, or Ed25519; each with a
+	// P-256 or P-384, RSA of 2048 to 4096 bits, or Ed25519; each with a
 	// "kid", unique in the set; "use", if given, "sig"; "alg", if given,
 	// one of AssertionAlgorithms and fit for the key.
 	JWKS []byte
 	// URL is an https URL serving such a set (http only with AllowHTTP).
 	URL string
 	// AllowHTTP accepts an http URL: the operator's choice, for a partner
-	// inside the operator's own network (README: JWKS_URL_ALLOW_HTTP).
+	// inside the operator's own network (deploy/docs/configuration.md:
+	// JWKS_URL_ALLOW_HTTP).
 	AllowHTTP bool
 }
 
-// Validate reports what is wrong with the source: exactly one of JWKS and
-// URL, and what CheckKeySet or the URL rules say.
+// Validate reports what is wrong with the source, an ErrInvalid refusal
+// (Error): exactly one of JWKS and URL, and what CheckKeySet or the URL
+// rules say.
 func (k ClientKeySource) Validate() error {
 	switch {
 	case len(k.JWKS) > 0 && k.URL != "":
-		return errors.New("keys: give a JWK set or a jwks_uri, not both")
+		return Invalidf("keys: give a JWK set or a jwks_uri, not both")
 	case k.URL != "":
 		return CheckJWKSURI(k.URL, k.AllowHTTP)
 	case len(k.JWKS) == 0:
-		return errors.New("keys: a private_key_jwt client needs a JWK set or a jwks_uri")
+		return Invalidf("keys: a private_key_jwt client needs a JWK set or a jwks_uri")
 	}
 	_, err := CheckKeySet(k.JWKS)
 	return err
 }
 
+// problem is what Validate says of k, "" when nothing is wrong: one
+// problem of a ClientSpec among others.
+func (k ClientKeySource) problem() string {
+	var refusal *Error
+	if errors.As(k.Validate(), &refusal) {
+		return refusal.Detail
+	}
+	return ""
+}
+
 // CheckJWKSURI checks a jwks_uri: an absolute https URL (http with
-// allowHTTP) without credentials or fragment, at most 2048 bytes.
+// allowHTTP) without credentials or fragment, its port (if any) 1-65535
+// (RFC 3986 section 3.2.3 allows any digits; TCP has no port 0 to connect
+// to, nor one past 65535), at most 2048 bytes. What is
+// wrong is an ErrInvalid refusal (Error).
 func CheckJWKSURI(raw string, allowHTTP bool) error {
 	u, err := url.Parse(raw)
 	switch {
 	case err != nil || u.Host == "" || len(raw) > maxJWKSURILength:
-		return fmt.Errorf("jwks_uri %q: not an absolute URL of at most %d bytes", raw, maxJWKSURILength)
+		return Invalidf("jwks_uri %q: not an absolute URL of at most %d bytes", raw, maxJWKSURILength)
 	case u.User != nil || u.Fragment != "":
-		return fmt.Errorf("jwks_uri %q: no credentials or fragment allowed", raw)
+		return Invalidf("jwks_uri %q: no credentials or fragment allowed", raw)
+	case !validPort(u.Port()):
+		return Invalidf("jwks_uri %q: the port must be 1-65535", raw)
 	case u.Scheme == "https":
 		return nil
 	case u.Scheme == "http" && allowHTTP:
 		return nil
 	case u.Scheme == "http":
-		return fmt.Errorf("jwks_uri %q: must be https (the operator may allow http: JWKS_URL_ALLOW_HTTP=true)", raw)
+		return Invalidf("jwks_uri %q: must be https (the operator may allow http: JWKS_URL_ALLOW_HTTP=true)", raw)
 	}
-	return fmt.Errorf("jwks_uri %q: must be https", raw)
+	return Invalidf("jwks_uri %q: must be https", raw)
 }
 
 // CheckKeySet parses a JWK set of public signing keys and reports every
-// problem of it at once (see ClientKeySource.JWKS). A private key is
-// refused: the service must never hold a partner's private key.
+// problem of it at once (see ClientKeySource.JWKS), an ErrInvalid refusal
+// (Error). A private key is refused: the service must never hold a
+// partner's private key.
 func CheckKeySet(data []byte) (jwk.Set, error) {
 	if len(data) > MaxJWKSBytes {
-		return nil, fmt.Errorf("keys: a JWK set of %d bytes: at most %d", len(data), MaxJWKSBytes)
+		return nil, Invalidf("keys: a JWK set of %d bytes: at most %d", len(data), MaxJWKSBytes)
 	}
 	set, err := jwk.Parse(data)
 	if err != nil {
-		return nil, fmt.Errorf("keys: not a JWK set: %w", err)
+		// The parser's words stay in the log: they are not this API's.
+		refusal := Invalidf("keys: not a JWK set")
+		refusal.Cause = err
+		return nil, refusal
 	}
 	if err := CheckKeys(set); err != nil {
 		return nil, err
@@ -99,13 +125,14 @@ func CheckKeySet(data []byte) (jwk.Set, error) {
 }
 
 // CheckKeys reports every problem of a parsed JWK set of public signing
-// keys (see ClientKeySource.JWKS): what CheckKeySet checks once parsed, and
-// what the token service checks of a set fetched from a jwks_uri.
+// keys (see ClientKeySource.JWKS), an ErrInvalid refusal (Error): what
+// CheckKeySet checks once parsed, and what the token service checks of a
+// set fetched from a jwks_uri.
 func CheckKeys(set jwk.Set) error {
 	if set.Len() == 0 || set.Len() > MaxClientKeys {
-		return fmt.Errorf("keys: %d keys: give 1 to %d", set.Len(), MaxClientKeys)
+		return Invalidf("keys: %d keys: give 1 to %d", set.Len(), MaxClientKeys)
 	}
-	var errs []error
+	var problems []string
 	seen := map[string]bool{}
 	for i := range set.Len() {
 		key, _ := set.Key(i)
@@ -113,34 +140,36 @@ func CheckKeys(set jwk.Set) error {
 		name := "key " + strconv.Itoa(i+1)
 		switch {
 		case !ok || kid == "":
-			errs = append(errs, fmt.Errorf("%s: a \"kid\" is required", name))
+			problems = append(problems, fmt.Sprintf("%s: a \"kid\" is required", name))
 		case seen[kid]:
-			errs = append(errs, fmt.Errorf("%s: \"kid\" %q is repeated", name, kid))
+			problems = append(problems, fmt.Sprintf("%s: \"kid\" %q is repeated", name, kid))
 		default:
 			name = fmt.Sprintf("key %q", kid)
 		}
 		seen[kid] = true
 		if priv, err := jwk.IsPrivateKey(key); err != nil || priv {
-			errs = append(errs, fmt.Errorf("%s: only public keys (a private or symmetric key must never leave its owner)", name))
+			problems = append(problems, fmt.Sprintf("%s: only public keys (a private or symmetric key must never leave its owner)", name))
 			continue
 		}
 		if use, ok := key.KeyUsage(); ok && use != "sig" {
-			errs = append(errs, fmt.Errorf("%s: \"use\" %q: must be \"sig\"", name, use))
+			problems = append(problems, fmt.Sprintf("%s: \"use\" %q: must be \"sig\"", name, use))
 		}
 		fits := KeyAlgorithms(key)
 		if len(fits) == 0 {
-			errs = append(errs, fmt.Errorf("%s: unsupported key (EC P-256 or P-384, RSA of at least %d bits, or Ed25519)", name, MinRSAKeyBits))
+			problems = append(problems, fmt.Sprintf("%s: unsupported key (EC P-256 or P-384, RSA of %d to %d bits, or Ed25519)", name, MinRSAKeyBits, MaxRSAKeyBits))
 			continue
 		}
 		if alg, ok := key.Algorithm(); ok && !slices.Contains(fits, alg.String()) {
-			errs = append(errs, fmt.Errorf("%s: \"alg\" %q: must be one of %v for this key", name, alg.String(), fits))
+			problems = append(problems, fmt.Sprintf("%s: \"alg\" %q: must be one of %v for this key", name, alg.String(), fits))
 		}
 	}
-	return errors.Join(errs...)
+	return Invalid(problems...)
 }
 
 // KeyAlgorithms lists the AssertionAlgorithms that key can verify (none
-// for a key this service does not accept).
+// for a key this service does not accept: an RSA key outside
+// keysize's bounds among them, whether registered, served by a jwks_uri
+// or stored before the bounds).
 func KeyAlgorithms(key jwk.Key) []string {
 	switch k := key.(type) {
 	case jwk.ECDSAPublicKey:
@@ -151,7 +180,7 @@ func KeyAlgorithms(key jwk.Key) []string {
 			return []string{"ES384"}
 		}
 	case jwk.RSAPublicKey:
-		if n, ok := k.N(); ok && len(bytes.TrimLeft(n, "\x00"))*8 >= MinRSAKeyBits {
+		if n, ok := k.N(); ok && keysize.RSA(n) {
 			return []string{"RS256", "RS384", "PS256"}
 		}
 	case jwk.OKPPublicKey:
@@ -176,11 +205,20 @@ func (k ClientKeySource) blob() ([]byte, error) {
 // which Authenticate compares with the client's in its round trip.
 type ClientKeys struct {
 	// Keyed reports a private_key_jwt client; the rest is empty otherwise
-	// (an unknown client, a secret client).
-	Keyed   bool
+	// (an unknown client, a secret client) but for a mutual-TLS client's
+	// (RFC 8705 section 2), whose Method says which it is.
+	Keyed bool
+	// Method is the client's authentication method for a client without
+	// a secret (AuthPrivateKeyJWT, AuthTLSClient, AuthSelfSignedTLSClient),
+	// "" otherwise.
+	Method  string
 	Version string
-	Set     jwk.Set
-	URL     string
+	// Set or URL: the keys of a private_key_jwt or a
+	// self_signed_tls_client_auth client.
+	Set jwk.Set
+	URL string
+	// TLSSubject: the registered name of a tls_client_auth client.
+	TLSSubject *TLSSubject
 }
 
 // ClientKeys reads a client's public keys and their version in one round
@@ -200,11 +238,23 @@ func (s *Store) ClientKeys(ctx context.Context, id string) (ClientKeys, error) {
 		return ClientKeys{}, unavailable("read client keys", err)
 	}
 	v := rec.Val()
-	if len(v) != 2 || str(v[0]) != AuthPrivateKeyJWT {
+	if len(v) != 2 {
 		return ClientKeys{}, nil
 	}
-	out := ClientKeys{Keyed: true, Version: str(v[1])}
+	out := ClientKeys{Method: str(v[0]), Keyed: str(v[0]) == AuthPrivateKeyJWT, Version: str(v[1])}
 	raw := []byte(blob.Val())
+	switch out.Method {
+	case AuthPrivateKeyJWT, AuthSelfSignedTLSClient:
+	case AuthTLSClient:
+		sub, ok := subjectFrom(raw)
+		if !ok {
+			return ClientKeys{}, fmt.Errorf("client %s: stored tls subject: not one", id)
+		}
+		out.TLSSubject = &sub
+		return out, nil
+	default:
+		return ClientKeys{}, nil
+	}
 	var uri map[string]string
 	if json.Unmarshal(raw, &uri) == nil && uri[keysBlobURIMember] != "" {
 		out.URL = uri[keysBlobURIMember]
@@ -214,4 +264,14 @@ func (s *Store) ClientKeys(ctx context.Context, id string) (ClientKeys, error) {
 		return ClientKeys{}, fmt.Errorf("client %s: stored keys: %w", id, err)
 	}
 	return out, nil
+}
+
+// validPort reports whether a URL's port is absent ("": the scheme's) or a
+// TCP port one may connect to, 1-65535, in decimal digits.
+func validPort(p string) bool {
+	if p == "" {
+		return true
+	}
+	n, err := strconv.ParseUint(p, 10, 16)
+	return err == nil && n >= 1
 }

@@ -2,7 +2,6 @@ package clients
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -42,6 +41,10 @@ func (s *Store) ListClients(ctx context.Context, orgSlug string) ([]Client, erro
 	return out, nil
 }
 
+// ErrUnknownAfter refuses a ListClientPage after that names no client of
+// the listing (an ErrInvalid refusal).
+var ErrUnknownAfter = Invalidf("after: no client of this listing has that id")
+
 // ClientPage is one page of a client listing in client id order.
 type ClientPage struct {
 	Clients []Client
@@ -53,10 +56,13 @@ type ClientPage struct {
 // from the first), of one organisation (ErrNotFound if there is no such
 // organisation) or of all when orgSlug is empty, in client id order: an
 // order that a client created between two pages cannot shift, so a cursor
-// (the last id of a page) never skips or repeats a client.
+// (the last id of a page) never skips or repeats a client. A non-empty
+// after that is no client of the listing is ErrUnknownAfter: a page ends
+// at a client of the listing, and clients are never deleted, so no page of
+// this listing ended there.
 func (s *Store) ListClientPage(ctx context.Context, orgSlug, after string, limit int) (ClientPage, error) {
 	if limit < 1 {
-		return ClientPage{}, fmt.Errorf("%w: limit %d: must be at least 1", ErrInvalid, limit)
+		return ClientPage{}, Invalidf("limit %d: must be at least 1", limit)
 	}
 	slugs := []string{orgSlug}
 	if orgSlug == "" {
@@ -68,6 +74,7 @@ func (s *Store) ListClientPage(ctx context.Context, orgSlug, after string, limit
 		return ClientPage{}, err
 	}
 	var ids []string
+	listed := after == ""
 	for _, slug := range slugs {
 		members, err := s.rdb.SMembers(ctx, s.orgClients(slug)).Result()
 		if err != nil {
@@ -77,7 +84,11 @@ func (s *Store) ListClientPage(ctx context.Context, orgSlug, after string, limit
 			if id > after {
 				ids = append(ids, id)
 			}
+			listed = listed || id == after
 		}
+	}
+	if !listed {
+		return ClientPage{}, ErrUnknownAfter
 	}
 	slices.Sort(ids)
 	ids = slices.Compact(ids)

@@ -58,7 +58,7 @@ var patientScopes = []string{ScopePatientsRead, ScopeReferralsWrite}
 // (resourceserver/apidocs/guides/scopes-and-audiences.md, Audiences).
 var Audiences = []string{AudiencePharma, AudienceHospital, AudiencePSPPartner}
 
-// Scopes of the admin API (README: Admin API), held only by operator
+// Scopes of the admin API (deploy/docs/operator-guide.md), held only by operator
 // clients: admin.read reads the registry, admin.write changes it.
 const (
 	ScopeAdminRead  = "admin.read"
@@ -128,12 +128,17 @@ type Client struct {
 	RotatedAt               *time.Time
 	RevokedAt               *time.Time
 	// AuthMethod is how the client authenticates: AuthClientSecret (HTTP
-	// Basic or form parameters) or AuthPrivateKeyJWT.
+	// Basic or form parameters), AuthPrivateKeyJWT, or a mutual-TLS method
+	// (AuthTLSClient, AuthSelfSignedTLSClient; RFC 8705 section 2).
 	AuthMethod string
+	// TLSSubject is the certificate name a tls_client_auth client
+	// registered (RFC 8705 section 2.1.2); nil for every other method.
+	TLSSubject *TLSSubject
 	// Secrets are the ids of the secrets the client holds (one or two;
 	// none for private_key_jwt), oldest first.
 	Secrets []SecretInfo
-	// KeysVersion counts the client's key sets (private_key_jwt): 1 at
+	// KeysVersion counts the client's key sets (private_key_jwt,
+	// self_signed_tls_client_auth) or TLS subjects: 1 at
 	// creation, one more with each rotate-keys.
 	KeysVersion int64
 	// JWKSURI is where the client's public keys are fetched, when they are
@@ -169,18 +174,18 @@ var slugRE = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$`)
 
 // Validate reports every problem of the organisation spec s at once.
 func (s OrgSpec) Validate() error {
-	var errs []error
+	var problems []string
 	if !slugRE.MatchString(s.Slug) {
-		errs = append(errs, fmt.Errorf("slug %q: use 1-63 lower-case letters, digits and inner hyphens", s.Slug))
+		problems = append(problems, fmt.Sprintf("slug %q: use 1-63 lower-case letters, digits and inner hyphens", s.Slug))
 	}
 	if s.Slug == OperatorOrgSlug {
-		errs = append(errs, fmt.Errorf("slug %q: reserved for the operator organisation ('authserver operators create' makes it)", s.Slug))
+		problems = append(problems, fmt.Sprintf("slug %q: reserved for the operator organisation ('authserver operators create' makes it)", s.Slug))
 	}
-	errs = append(errs, NameProblems(s.Name)...)
+	problems = append(problems, NameProblems(s.Name)...)
 	if s.Environment != EnvironmentSandbox && s.Environment != EnvironmentLive {
-		errs = append(errs, fmt.Errorf("environment %q: must be %s or %s", s.Environment, EnvironmentSandbox, EnvironmentLive))
+		problems = append(problems, fmt.Sprintf("environment %q: must be %s or %s", s.Environment, EnvironmentSandbox, EnvironmentLive))
 	}
-	return invalid(errs)
+	return Invalid(problems...)
 }
 
 // NameProblems is the one rule for every name an operator gives (an
@@ -190,23 +195,41 @@ func (s OrgSpec) Validate() error {
 // point 7): no C0 or C1 control (newline, CR, ESC of an ANSI sequence,
 // BEL, DEL ...), no bidirectional embedding, override or isolate (U+202A-
 // U+202E, U+2066-U+2069) nor mark (U+200E, U+200F, U+061C), no line or
-// paragraph separator (U+2028, U+2029). Names stored before this rule are
-// escaped where the CLI prints them.
-func NameProblems(name string) []error {
-	var errs []error
+// paragraph separator (U+2028, U+2029), and not only characters that show
+// nothing (visible; issue 59 point 14: a name of U+200B alone). Names
+// stored before this rule are escaped where the CLI prints them.
+func NameProblems(name string) []string {
+	var problems []string
 	if strings.TrimSpace(name) == "" || len(name) > 200 {
-		errs = append(errs, errors.New("name: 1-200 characters required"))
+		problems = append(problems, "name: 1-200 characters required")
 	}
 	if !utf8.ValidString(name) {
-		return append(errs, errors.New("name: not valid UTF-8"))
+		return append(problems, "name: not valid UTF-8")
+	}
+	if strings.TrimSpace(name) != "" && !strings.ContainsFunc(name, visible) {
+		problems = append(problems, "name: only invisible characters (spaces, format characters such as U+200B, U+FEFF or U+00AD, marks, fillers): a name needs a character that shows")
 	}
 	for i, r := range name {
 		if unsafeInText(r) {
-			errs = append(errs, fmt.Errorf("name: character %U at byte %d: control and bidirectional formatting characters are not allowed", r, i))
+			problems = append(problems, fmt.Sprintf("name: character %U at byte %d: control and bidirectional formatting characters are not allowed", r, i))
 			break
 		}
 	}
-	return errs
+	return problems
+}
+
+// visible reports a character that shows something by itself: a letter,
+// digit, punctuation or symbol (Unicode categories L, N, P, S), not a
+// space, a format character (Cf: U+200B ZERO WIDTH SPACE, U+FEFF, U+00AD
+// SOFT HYPHEN ...), a combining mark alone, nor a filler that Unicode
+// makes a letter or symbol but renders as blank (the Hangul fillers,
+// default-ignorable, and U+2800 BRAILLE PATTERN BLANK).
+func visible(r rune) bool {
+	switch r {
+	case 0x115F, 0x1160, 0x3164, 0xFFA0, 0x2800:
+		return false
+	}
+	return unicode.In(r, unicode.L, unicode.N, unicode.P, unicode.S)
 }
 
 // unsafeInText reports a character that changes how the text around it is
@@ -230,9 +253,16 @@ type ClientSpec struct {
 	Audience           string
 	Scopes             []string
 	RateLimitPerMinute int64 // 0: the default
-	// Keys, when set, makes a private_key_jwt client (RFC 7523 section
-	// 2.2) with these public keys instead of a secret.
+	// AuthMethod is how the client authenticates, one of AuthMethods; ""
+	// is AuthPrivateKeyJWT when Keys is set, else AuthClientSecret.
+	AuthMethod string
+	// Keys, when set, are the public keys of a private_key_jwt client (RFC
+	// 7523 section 2.2) or a self_signed_tls_client_auth client (RFC 8705
+	// section 2.2): it has no secret.
 	Keys *ClientKeySource
+	// TLSSubject is the certificate name of a tls_client_auth client (RFC
+	// 8705 section 2.1.2): it has no secret.
+	TLSSubject *TLSSubject
 	// DPoPBound makes a client that gets DPoP-bound tokens only
 	// (Client.DPoPBound).
 	DPoPBound bool
@@ -241,66 +271,99 @@ type ClientSpec struct {
 // Validate reports every problem of the client spec s at once, scope rules
 // included.
 func (s ClientSpec) Validate() error {
-	var errs []error
+	var problems []string
 	if !slugRE.MatchString(s.OrgSlug) {
-		errs = append(errs, fmt.Errorf("organisation %q: not a valid slug", s.OrgSlug))
+		problems = append(problems, fmt.Sprintf("organisation %q: not a valid slug", s.OrgSlug))
 	}
-	errs = append(errs, NameProblems(s.Name)...)
+	problems = append(problems, NameProblems(s.Name)...)
 	switch {
 	case s.Audience == AudienceOperator && s.OrgSlug != OperatorOrgSlug:
-		errs = append(errs, fmt.Errorf("audience %q: operator clients belong to the %s organisation ('authserver operators create')", s.Audience, OperatorOrgSlug))
+		problems = append(problems, fmt.Sprintf("audience %q: operator clients belong to the %s organisation ('authserver operators create')", s.Audience, OperatorOrgSlug))
 	case s.Audience != AudienceOperator && s.OrgSlug == OperatorOrgSlug:
-		errs = append(errs, fmt.Errorf("organisation %q holds operator clients only ('authserver operators create')", s.OrgSlug))
+		problems = append(problems, fmt.Sprintf("organisation %q holds operator clients only ('authserver operators create')", s.OrgSlug))
 	case s.Audience != AudienceOperator && !slices.Contains(Audiences, s.Audience):
-		errs = append(errs, fmt.Errorf("audience %q: must be one of %s", s.Audience, strings.Join(Audiences, ", ")))
+		problems = append(problems, fmt.Sprintf("audience %q: must be one of %s", s.Audience, strings.Join(Audiences, ", ")))
 	}
-	errs = append(errs, scopeProblems(s.Audience, s.Scopes)...)
-	if s.Keys != nil {
-		if s.Audience == AudienceOperator {
-			errs = append(errs, errors.New("operator clients authenticate with a secret"))
-		}
-		if err := s.Keys.Validate(); err != nil {
-			errs = append(errs, err)
-		}
-	}
+	problems = append(problems, scopeProblems(s.Audience, s.Scopes)...)
+	problems = append(problems, s.methodProblems()...)
 	if s.RateLimitPerMinute < 0 || s.RateLimitPerMinute > MaxRateLimitPerMinute {
-		errs = append(errs, fmt.Errorf("rate limit %d: must be 1-%d", s.RateLimitPerMinute, MaxRateLimitPerMinute))
+		problems = append(problems, fmt.Sprintf("rate limit %d: must be 1-%d", s.RateLimitPerMinute, MaxRateLimitPerMinute))
 	}
-	return invalid(errs)
+	return Invalid(problems...)
+}
+
+// Method is the spec's authentication method: AuthMethod, or when it is
+// empty AuthPrivateKeyJWT with Keys and AuthClientSecret without.
+func (s ClientSpec) Method() string {
+	switch {
+	case s.AuthMethod != "":
+		return s.AuthMethod
+	case s.Keys != nil:
+		return AuthPrivateKeyJWT
+	}
+	return AuthClientSecret
+}
+
+// methodProblems checks the authentication method and what it needs:
+// keys for private_key_jwt and self_signed_tls_client_auth, exactly one
+// subject for tls_client_auth (RFC 8705 section 2.1.2), nothing for a
+// secret; operator clients use a secret.
+func (s ClientSpec) methodProblems() []string {
+	var problems []string
+	m := s.Method()
+	if !slices.Contains(AuthMethods, m) {
+		return []string{fmt.Sprintf("auth_method %q: must be one of %s", m, strings.Join(AuthMethods, ", "))}
+	}
+	if s.Audience == AudienceOperator && m != AuthClientSecret {
+		problems = append(problems, "operator clients authenticate with a secret")
+	}
+	keyed := m == AuthPrivateKeyJWT || m == AuthSelfSignedTLSClient
+	switch {
+	case keyed && s.Keys == nil:
+		problems = append(problems, fmt.Sprintf("keys: a %s client needs a JWK set or a jwks_uri", m))
+	case keyed:
+		if p := s.Keys.problem(); p != "" {
+			problems = append(problems, p)
+		}
+	case s.Keys != nil:
+		problems = append(problems, fmt.Sprintf("keys (jwks, jwks_uri): only for %s and %s, not %s", AuthPrivateKeyJWT, AuthSelfSignedTLSClient, m))
+	}
+	switch {
+	case m == AuthTLSClient && s.TLSSubject == nil:
+		problems = append(problems, fmt.Sprintf("a %s client needs exactly one of %s (RFC 8705 section 2.1.2)", AuthTLSClient, strings.Join(SubjectKinds, ", ")))
+	case m == AuthTLSClient:
+		problems = append(problems, s.TLSSubject.problems()...)
+	case s.TLSSubject != nil:
+		problems = append(problems, fmt.Sprintf("%s: only for %s, not %s", s.TLSSubject.Kind, AuthTLSClient, m))
+	}
+	return problems
 }
 
 // scopeProblems enforces the scope rules: known scopes only, no repeats,
 // and patient-level scopes for hospital clients only
 // (resourceserver/apidocs/guides/scopes-and-audiences.md, rule 1 under Rules).
-func scopeProblems(audience string, scopes []string) []error {
-	var errs []error
+func scopeProblems(audience string, scopes []string) []string {
+	var problems []string
 	seen := map[string]bool{}
 	for _, sc := range scopes {
 		switch {
 		case audience == AudienceOperator && !slices.Contains(AdminScopes, sc):
-			errs = append(errs, fmt.Errorf("scope %q: operator clients hold admin scopes only (%s)", sc, strings.Join(AdminScopes, ", ")))
+			problems = append(problems, fmt.Sprintf("scope %q: operator clients hold admin scopes only (%s)", sc, strings.Join(AdminScopes, ", ")))
 		case audience != AudienceOperator && slices.Contains(AdminScopes, sc):
-			errs = append(errs, fmt.Errorf("scope %q: admin scopes are for operator clients only ('authserver operators create')", sc))
+			problems = append(problems, fmt.Sprintf("scope %q: admin scopes are for operator clients only ('authserver operators create')", sc))
 		case !slices.Contains(scopeCatalogue, sc):
-			errs = append(errs, fmt.Errorf("scope %q: unknown (known: %s)", sc, strings.Join(AllScopes, ", ")))
+			problems = append(problems, fmt.Sprintf("scope %q: unknown (known: %s)", sc, strings.Join(AllScopes, ", ")))
 		case seen[sc]:
-			errs = append(errs, fmt.Errorf("scope %q: given twice", sc))
+			problems = append(problems, fmt.Sprintf("scope %q: given twice", sc))
 		case slices.Contains(patientScopes, sc) && audience != AudienceHospital:
-			errs = append(errs, fmt.Errorf("scope %q: patient-level scopes are for hospital clients only, never %s", sc, audience))
+			problems = append(problems, fmt.Sprintf("scope %q: patient-level scopes are for hospital clients only, never %s", sc, audience))
 		}
 		seen[sc] = true
 	}
-	return errs
+	return problems
 }
 
 // ParseScopes splits a space-separated scope list (RFC 6749 section 3.3).
 func ParseScopes(s string) []string {
 	return strings.Fields(s)
-}
-
-func invalid(errs []error) error {
-	if len(errs) == 0 {
-		return nil
-	}
-	return fmt.Errorf("%w: %w", ErrInvalid, errors.Join(errs...))
 }

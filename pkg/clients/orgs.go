@@ -22,22 +22,29 @@ func (s *Store) CreateOrg(ctx context.Context, spec OrgSpec) (Org, error) {
 func (s *Store) createOrg(ctx context.Context, spec OrgSpec) (Org, error) {
 	now := s.now().UTC()
 	what := "create organisation " + spec.Slug
-	_, idxAck, err := s.write(ctx, indexScript, []string{s.orgIndex()}, spec.Slug)
+	idx, idxArgs := indexKeys{Set: s.orgIndex()}, indexArgs{Member: spec.Slug}
+	_, idxAck, err := s.write(ctx, indexScript, idx.list(), idxArgs.list()...)
 	if err != nil {
 		return Org{}, unavailable(what, err)
 	}
 	entry := audit.Record{At: now, Event: "org.created", Org: spec.Slug, Actor: audit.ActorFrom(ctx)}
-	args := append([]any{spec.Slug, spec.Name, spec.Environment, formatTime(now), auditMaxLen, newNonce()}, entry.Fields()...)
-	cmd, ack, err := s.write(ctx, createOrgScript, []string{s.orgKey(spec.Slug), s.orgAudit(spec.Slug)}, args...)
+	keys := createOrgKeys{Org: s.orgKey(spec.Slug), Audit: s.orgAudit(spec.Slug)}
+	args := createOrgArgs{Slug: spec.Slug, Name: spec.Name, Environment: spec.Environment, CreatedAt: formatTime(now),
+		AuditCap: auditMaxLen, Nonce: newNonce(), Entry: entry.Fields()}
+	cmd, ack, err := s.write(ctx, createOrgScript, keys.list(), args.list()...)
 	if err != nil {
 		return Org{}, unavailable(what, err)
 	}
-	var created struct{ Created bool }
-	if err := decodeReply(cmd.Val(), &created); err != nil {
+	var r createOrgReply
+	if err := r.decode(cmd.Val()); err != nil {
 		return Org{}, unavailable(what, err)
 	}
-	if !created.Created {
-		return Org{}, fmt.Errorf("organisation %q: %w", spec.Slug, ErrExists)
+	switch r.Code {
+	case createOrgCreated:
+	case createOrgTaken:
+		return Org{}, refuse(ErrExists, "organisation %q", spec.Slug)
+	default:
+		return Org{}, unavailable(what, fmt.Errorf("unexpected reply %v", r.Code))
 	}
 	o := Org{Slug: spec.Slug, Name: spec.Name, Environment: spec.Environment, CreatedAt: now.Truncate(time.Millisecond)}
 	if !s.confirmed(idxAck, ack) {
@@ -53,7 +60,7 @@ func (s *Store) GetOrg(ctx context.Context, slug string) (Org, error) {
 		return Org{}, unavailable("get org", err)
 	}
 	if len(m) == 0 {
-		return Org{}, fmt.Errorf("organisation %q: %w", slug, ErrNotFound)
+		return Org{}, NotFoundf("organisation %q", slug)
 	}
 	return orgFrom(m), nil
 }

@@ -2,7 +2,6 @@ package clients
 
 import (
 	"context"
-	"fmt"
 	"time"
 )
 
@@ -13,15 +12,16 @@ import (
 // live tokens. Revoking it again changes nothing.
 func (s *Store) RevokeToken(ctx context.Context, t TokenRef, expires time.Time) error {
 	if !ValidClientID(t.ClientID) || t.ID == "" {
-		return fmt.Errorf("%w: token reference", ErrInvalid)
+		return Invalidf("token reference")
 	}
 	ttl := expires.Sub(s.now()) + time.Second
 	if ttl <= time.Second { // expired: dead already
 		return nil
 	}
 	what := "revoke a token of client " + t.ClientID
-	_, ack, err := s.write(ctx, revokeTokenScript, []string{s.revokedTokenKey(t.ClientID, t.ID), s.clientKey(t.ClientID)},
-		ttl.Milliseconds(), expires.Unix())
+	keys := revokeTokenKeys{Mark: s.revokedTokenKey(t.ClientID, t.ID), Client: s.clientKey(t.ClientID)}
+	args := revokeTokenArgs{TTLMS: ttl.Milliseconds(), Exp: expires.Unix()}
+	_, ack, err := s.write(ctx, revokeTokenScript, keys.list(), args.list()...)
 	if err != nil {
 		return unavailable(what, err)
 	}
@@ -34,5 +34,5 @@ func (s *Store) RevokeToken(ctx context.Context, t TokenRef, expires time.Time) 
 // Revoke ends the client for good: token requests are refused and every
 // token it holds is dead at once.
 func (s *Store) Revoke(ctx context.Context, id string) (Client, error) {
-	return s.changeAndRead(ctx, revokeClientScript, "revoke", id, "")
+	return s.changeAndRead(ctx, revokeClientScript, "revoke", id, "", "")
 }

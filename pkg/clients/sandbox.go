@@ -18,7 +18,8 @@ func (s *Store) lock(ctx context.Context, key string, ttl time.Duration) (func()
 			return nil, unavailable("lock", err)
 		}
 		if ok {
-			return func() { unlockScript.Run(context.WithoutCancel(ctx), s.rdb, []string{key}, token) }, nil
+			keys, args := unlockKeys{Lock: key}, unlockArgs{Token: token}
+			return func() { unlockScript.Run(context.WithoutCancel(ctx), s.rdb, keys.list(), args.list()...) }, nil
 		}
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("%w: %s is held by another process", ErrUnavailable, key)
@@ -72,7 +73,7 @@ func (s *Store) SeedSandbox(ctx context.Context) (Org, []SeededClient, error) {
 		return Org{}, nil, err
 	}
 	if org.Environment != EnvironmentSandbox {
-		return Org{}, nil, fmt.Errorf("%w: organisation %s exists with environment %s", ErrInvalid, org.Slug, org.Environment)
+		return Org{}, nil, Invalidf("organisation %s exists with environment %s", org.Slug, org.Environment)
 	}
 	existing, err := s.ListClients(ctx, SandboxOrgSlug)
 	if err != nil {

@@ -26,10 +26,12 @@ type Store struct {
 	// closePipe, when set (a Cluster's PrimaryPipes.Close), closes what
 	// pipe opened beside rdb.
 	closePipe func() error
-	budget    time.Duration
-	waits     *waitEpochs
-	prefix    string
-	now       func() time.Time
+	// traced (TraceSampled) runs a traced request's script on rdb.
+	traced bool
+	budget time.Duration
+	waits  *waitEpochs
+	prefix string
+	now    func() time.Time
 	// confirm is what every operator change waits for (see ConfirmWrites).
 	confirm redisconn.Confirmation
 }
@@ -114,7 +116,12 @@ type NotReplicatedError struct {
 	Detail string // what the replicas said (redisconn.Ack.Describe)
 }
 
-func (e *NotReplicatedError) Error() string {
+func (e *NotReplicatedError) Error() string { return e.Public() }
+
+// Public says what happened in words fit for the caller who asked for the
+// change (the warning of the admin API's 202): what changed and what the
+// replicas said, nothing else.
+func (e *NotReplicatedError) Public() string {
 	return e.What + ": " + ErrNotReplicated.Error() + ": " + e.Detail +
 		": the change took effect on the primary, but a failover before a replica copies it would undo it"
 }

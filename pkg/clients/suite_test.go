@@ -118,6 +118,7 @@ func runStoreSuite(t *testing.T, quickLong bool, newStore func(t *testing.T, now
 		{name: "FailureTagsBounded", fn: testFailureTagsBounded, long: true},
 		{name: "AuthModel", fn: testAuthModel, long: true},
 		{name: "ClientKeys", fn: testClientKeys},
+		{name: "TLSClients", fn: testTLSClients},
 		{name: "AdmitAPI", fn: testAdmitAPI},
 		{name: "AdmitAPILimitChanges", fn: testAdmitAPILimitChanges},
 		{name: "AdmitAPIAnyWindow", fn: testAdmitAPIAnyWindow, long: true},

@@ -15,11 +15,13 @@
 // # What a proof must be
 //
 // One DPoP header value; a JWS in compact serialization of at most
-// MaxProofLength bytes; typ "dpop+jwt"; alg one of Algorithms (ES256,
-// ES384, RS256, PS256, EdDSA; never "none" nor a MAC); no crit or b64; a
-// jwk header member holding a public key that fits the alg (EC P-256 for
-// ES256, P-384 for ES384, RSA of 2048 bits or more, OKP Ed25519) and no
-// private member (d, p, q, dp, dq, qi, oth, k); a signature that verifies
+// MaxProofLength bytes, its JOSE header at most MaxHeaderLength; typ
+// "dpop+jwt"; alg one of Algorithms (ES256, ES384, RS256, PS256, EdDSA or
+// its fully specified name Ed25519; never "none" nor a MAC); no crit or
+// b64; a jwk header member holding a public key that fits the alg (EC
+// P-256 for ES256, P-384 for ES384, RSA of 2048 to 4096 bits by package
+// keysize, OKP Ed25519) and no private member (d, p, q, dp, dq, qi, oth,
+// k); a signature that verifies
 // with it; claims jti (at most MaxJTILength), htm equal to the request's
 // method, htu equal to its URI without query and fragment after
 // NormalizeURI (RFC 3986 sections 6.2.2 and 6.2.3), iat within

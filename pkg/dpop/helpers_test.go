@@ -40,7 +40,8 @@ var (
 	keys     map[string]*testKey // by alg; read-only once made
 )
 
-// keyFor returns the test key of alg (ES256, ES384, RS256, PS256, EdDSA),
+// keyFor returns the test key of alg (ES256, ES384, RS256, PS256, EdDSA,
+// Ed25519: the same key as EdDSA),
 // made once per test binary: RSA key generation is slow.
 func keyFor(t testing.TB, alg string) *testKey {
 	t.Helper()
@@ -50,7 +51,7 @@ func keyFor(t testing.TB, alg string) *testKey {
 		p384, _ := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
 		r, _ := rsa.GenerateKey(rand.Reader, 2048)
 		_, ed, _ := ed25519.GenerateKey(rand.Reader)
-		for a, k := range map[string]crypto.Signer{"ES256": p256, "ES384": p384, "RS256": r, "PS256": r, "EdDSA": ed} {
+		for a, k := range map[string]crypto.Signer{"ES256": p256, "ES384": p384, "RS256": r, "PS256": r, "EdDSA": ed, "Ed25519": ed} {
 			keys[a] = &testKey{alg: a, priv: k, pub: publicJWK(k.Public())}
 		}
 	})

@@ -19,21 +19,24 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jwa"
 	"github.com/lestrrat-go/jwx/v3/jwk"
 	"github.com/lestrrat-go/jwx/v3/jws"
+
 	"github.com/partnerapi/authplatform/pkg/jsonmembers"
+	"github.com/partnerapi/authplatform/pkg/keysize"
 )
 
 // TypeHeader is the JOSE "typ" of a DPoP proof (RFC 9449 section 4.2).
 const TypeHeader = "dpop+jwt"
 
 // Algorithms are the JWS algorithms a proof may be signed with (RFC 7518
-// section 3.1, RFC 8037 section 3.1), in the order the servers advertise
-// them: dpop_signing_alg_values_supported (RFC 9449 section 5.1) and the
-// algs of a WWW-Authenticate challenge (section 7.1). Never "none" nor a
-// MAC: a proof is verified with the public key it carries.
-var Algorithms = []string{"ES256", "ES384", "RS256", "PS256", "EdDSA"}
+// section 3.1, RFC 8037 section 3.1, and Ed25519, EdDSA's fully specified
+// name for Ed25519 keys, RFC 9864 section 2.2), in the order the servers
+// advertise them: dpop_signing_alg_values_supported (RFC 9449 section 5.1)
+// and the algs of a WWW-Authenticate challenge (section 7.1). Never "none"
+// nor a MAC: a proof is verified with the public key it carries.
+var Algorithms = []string{"ES256", "ES384", "RS256", "PS256", "EdDSA", "Ed25519"}
 
 // algsList is Algorithms joined with spaces, as a challenge's algs.
-const algsList = "ES256 ES384 RS256 PS256 EdDSA"
+const algsList = "ES256 ES384 RS256 PS256 EdDSA Ed25519"
 
 // Bounds of a proof (RFC 9449 section 4.3). A proof is sent on every
 // request and verified before anything else is known of the caller, so
@@ -53,11 +56,19 @@ const (
 	// MaxProofLength bounds the DPoP header value: an RSA-4096 jwk is about
 	// 0.8 KB, a proof with it under 2 KB.
 	MaxProofLength = 8 << 10
+	// MaxHeaderLength bounds the proof's JOSE header, base64url-encoded as
+	// sent: 2 KiB, 1.5 KiB of JSON, holds the header of an RSA-4096 jwk
+	// with every optional member (about 1.1 KiB encoded) and room to
+	// spare. A longer one is refused as too long before it is decoded: the
+	// jwk of a larger key, which MaxProofLength alone would let reach about
+	// 16,000 bits, would be refused for its size (package keysize) anyway,
+	// but only after the header's JSON was checked and decoded, four passes
+	// over it (TestSignatureCost in deploy/e2e/tokenholes measures what an
+	// unauthenticated proof costs the token service).
+	MaxHeaderLength = 2 << 10
 	// MaxJTILength bounds the "jti" (RFC 9449 section 4.2 asks for at least
 	// 96 bits of randomness, 16 base64url characters).
 	MaxJTILength = 256
-	// minRSABits is the smallest RSA modulus accepted (RFC 7518 section 3.3).
-	minRSABits = 2048
 	// maxMembers bounds the members of the header, of the jwk and of the
 	// claims.
 	maxMembers = 32
@@ -80,6 +91,11 @@ type Input struct {
 	// the address the server listens on. Its query and fragment are
 	// ignored (section 4.3, check 9; see NormalizeURI).
 	URI string
+	// AltURI, when not empty, is the one other URI the request may have
+	// been addressed at, configuration too: the token endpoint's mutual-TLS
+	// alias (RFC 8705 section 5, mtls_endpoint_aliases). "htu" may name
+	// either.
+	AltURI string
 	// AccessToken, when not empty, is the access token sent with the proof
 	// (Authorization: DPoP): "ath" must then be its hash (section 4.3,
 	// check 12; section 7.1). Empty at the token endpoint, where no token is
@@ -203,6 +219,9 @@ func Verify(in Input) (Proof, error) {
 	if !ok1 || !ok2 || hdrB64 == "" || payloadB64 == "" || sigB64 == "" || strings.IndexByte(sigB64, '.') >= 0 {
 		return Proof{}, errCompact
 	}
+	if len(hdrB64) > MaxHeaderLength {
+		return Proof{}, errTooLong
+	}
 	// The signature in its one base64url spelling: jwx also accepts
 	// padded or standard-alphabet spellings, and a proof must not have
 	// several strings for one signature.
@@ -257,7 +276,7 @@ func Verify(in Input) (Proof, error) {
 	if c.HTM != in.Method {
 		return Proof{}, errHTM
 	}
-	if !sameURI(c.HTU, in.URI) {
+	if !sameURI(c.HTU, in.URI) && (in.AltURI == "" || !sameURI(c.HTU, in.AltURI)) {
 		return Proof{}, errHTU
 	}
 	iat, err := issuedAt(c.IAT)
@@ -312,6 +331,8 @@ func signatureAlgorithm(alg string) (jwa.SignatureAlgorithm, bool) {
 		return jwa.PS256(), true
 	case "EdDSA":
 		return jwa.EdDSA(), true
+	case "Ed25519":
+		return jwa.EdDSAEd25519(), true
 	}
 	return jwa.SignatureAlgorithm{}, false
 }
@@ -369,7 +390,7 @@ func publicKey(raw json.RawMessage, alg string) (any, jwk.Key, error) {
 			return nil, nil, errJWK
 		}
 		pub = k
-	case "EdDSA":
+	case "EdDSA", "Ed25519":
 		if j.Kty != "OKP" || j.Crv != "Ed25519" {
 			return nil, nil, errJWK
 		}
@@ -388,10 +409,15 @@ func publicKey(raw json.RawMessage, alg string) (any, jwk.Key, error) {
 	return pub, key, nil
 }
 
-// rsaPublicKey reads "n" and "e" (RFC 7518 section 6.3.1): n of at least
-// minRSABits without leading zero octets (section 6.3.1.1), e odd and
-// between 3 and 2^31-1.
+// rsaPublicKey reads "n" and "e" (RFC 7518 section 6.3.1): n of
+// keysize.MinRSABits to keysize.MaxRSABits without leading zero octets
+// (section 6.3.1.1), e odd and between 3 and 2^31-1. A longer "n" is
+// refused before it is decoded: an RSA check's cost grows with the modulus,
+// and a proof is checked before its sender authenticates.
 func rsaPublicKey(n64, e64 string) (*rsa.PublicKey, bool) {
+	if len(n64) > b64url.EncodedLen(keysize.MaxRSAModulusBytes) {
+		return nil, false
+	}
 	n, errN := b64url.DecodeString(n64)
 	e, errE := b64url.DecodeString(e64)
 	if errN != nil || errE != nil || len(n) == 0 || n[0] == 0 || len(e) == 0 || len(e) > 4 || e[0] == 0 {
@@ -404,11 +430,10 @@ func rsaPublicKey(n64, e64 string) (*rsa.PublicKey, bool) {
 	if ev < 3 || ev > math.MaxInt32 || ev%2 == 0 {
 		return nil, false
 	}
-	k := &rsa.PublicKey{N: new(big.Int).SetBytes(n), E: int(ev)}
-	if k.N.BitLen() < minRSABits {
+	if !keysize.RSA(n) {
 		return nil, false
 	}
-	return k, true
+	return &rsa.PublicKey{N: new(big.Int).SetBytes(n), E: int(ev)}, true
 }
 
 // issuedAt reads "iat" (RFC 7519 section 2, NumericDate: seconds, possibly

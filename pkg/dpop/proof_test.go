@@ -131,10 +131,10 @@ func TestVerifyRefuses(t *testing.T) {
 		{"header member in another case", []string{sign(`{"TYP":"dpop+jwt","alg":"ES256","jwk":`+string(es.pub)+`}`, good)}, "", nil, invalid, "the DPoP proof's JOSE header is malformed"},
 		{"typ missing", []string{sign(`{"alg":"ES256","jwk":`+string(es.pub)+`}`, good)}, "", nil, invalid, "the DPoP proof's typ must be dpop+jwt"},
 		{"typ JWT", []string{sign(`{"typ":"JWT","alg":"ES256","jwk":`+string(es.pub)+`}`, good)}, "", nil, invalid, "the DPoP proof's typ must be dpop+jwt"},
-		{"alg none", []string{b64(`{"typ":"dpop+jwt","alg":"none","jwk":`+string(es.pub)+`}`) + "." + b64(good) + ".AAAA"}, "", nil, invalid, "the DPoP proof's alg is not supported (ES256 ES384 RS256 PS256 EdDSA)"},
-		{"alg HS256", []string{b64(`{"typ":"dpop+jwt","alg":"HS256","jwk":{"kty":"oct","k":"c2VjcmV0"}}`) + "." + b64(good) + ".AAAA"}, "", nil, invalid, "the DPoP proof's alg is not supported (ES256 ES384 RS256 PS256 EdDSA)"},
-		{"alg RS384", []string{rawProof(t, rs.priv, "RS384", header("RS384", rs.pub), good)}, "", nil, invalid, "the DPoP proof's alg is not supported (ES256 ES384 RS256 PS256 EdDSA)"},
-		{"alg in lower case", []string{sign(header("es256", es.pub), good)}, "", nil, invalid, "the DPoP proof's alg is not supported (ES256 ES384 RS256 PS256 EdDSA)"},
+		{"alg none", []string{b64(`{"typ":"dpop+jwt","alg":"none","jwk":`+string(es.pub)+`}`) + "." + b64(good) + ".AAAA"}, "", nil, invalid, "the DPoP proof's alg is not supported (ES256 ES384 RS256 PS256 EdDSA Ed25519)"},
+		{"alg HS256", []string{b64(`{"typ":"dpop+jwt","alg":"HS256","jwk":{"kty":"oct","k":"c2VjcmV0"}}`) + "." + b64(good) + ".AAAA"}, "", nil, invalid, "the DPoP proof's alg is not supported (ES256 ES384 RS256 PS256 EdDSA Ed25519)"},
+		{"alg RS384", []string{rawProof(t, rs.priv, "RS384", header("RS384", rs.pub), good)}, "", nil, invalid, "the DPoP proof's alg is not supported (ES256 ES384 RS256 PS256 EdDSA Ed25519)"},
+		{"alg in lower case", []string{sign(header("es256", es.pub), good)}, "", nil, invalid, "the DPoP proof's alg is not supported (ES256 ES384 RS256 PS256 EdDSA Ed25519)"},
 		{"crit", []string{sign(`{"typ":"dpop+jwt","alg":"ES256","crit":["exp"],"jwk":`+string(es.pub)+`}`, good)}, "", nil, invalid, "the DPoP proof's header carries crit or b64, which are not supported"},
 		{"b64", []string{sign(`{"typ":"dpop+jwt","alg":"ES256","b64":true,"jwk":`+string(es.pub)+`}`, good)}, "", nil, invalid, "the DPoP proof's header carries crit or b64, which are not supported"},
 		{"no jwk", []string{sign(`{"typ":"dpop+jwt","alg":"ES256","kid":"k1"}`, good)}, "", nil, invalid, "the DPoP proof's header carries no jwk"},
@@ -214,10 +214,10 @@ func TestCheckBinding(t *testing.T) {
 
 func TestChallenge(t *testing.T) {
 	for _, tc := range []struct{ code, desc, want string }{
-		{"", "", `DPoP algs="ES256 ES384 RS256 PS256 EdDSA"`},
-		{dpop.CodeInvalidProof, "the DPoP proof's iat is too old", `DPoP error="invalid_dpop_proof", error_description="the DPoP proof's iat is too old", algs="ES256 ES384 RS256 PS256 EdDSA"`},
-		{dpop.CodeUseNonce, "", `DPoP error="use_dpop_nonce", algs="ES256 ES384 RS256 PS256 EdDSA"`},
-		{"invalid_token", `a "quoted" \ text` + "\n", `DPoP error="invalid_token", error_description="a \"quoted\" \\ text", algs="ES256 ES384 RS256 PS256 EdDSA"`},
+		{"", "", `DPoP algs="ES256 ES384 RS256 PS256 EdDSA Ed25519"`},
+		{dpop.CodeInvalidProof, "the DPoP proof's iat is too old", `DPoP error="invalid_dpop_proof", error_description="the DPoP proof's iat is too old", algs="ES256 ES384 RS256 PS256 EdDSA Ed25519"`},
+		{dpop.CodeUseNonce, "", `DPoP error="use_dpop_nonce", algs="ES256 ES384 RS256 PS256 EdDSA Ed25519"`},
+		{"invalid_token", `a "quoted" \ text` + "\n", `DPoP error="invalid_token", error_description="a \"quoted\" \\ text", algs="ES256 ES384 RS256 PS256 EdDSA Ed25519"`},
 	} {
 		if got := dpop.Challenge(tc.code, tc.desc); got != tc.want {
 			t.Errorf("Challenge(%q, %q) = %s, want %s", tc.code, tc.desc, got, tc.want)

@@ -11,7 +11,8 @@ import (
 
 // Floor is the servers' heap goal floor: 20 MiB, which keeps each under
 // the 64 MiB of resident memory its load test allows with room to spare
-// (deploy/bench/RESULTS.md).
+// (the load harness's peak RSS targets, go run ./deploy/bench: each
+// server's largest VmHWM over its scenarios).
 const Floor = 20 << 20
 
 // DefaultPercent is Go's GOGC when none is set.

@@ -2,11 +2,14 @@ package heapfloor
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"testing"
 	"time"
+
+	"github.com/partnerapi/authplatform/pkg/testwait"
 )
 
 func TestPercent(t *testing.T) {
@@ -51,19 +54,14 @@ func read(t *testing.T) (gogc uint64, live, roots uint64) {
 // runtime's cleanup goroutine).
 func waitPercent(t *testing.T, what string, want func(live, roots uint64) uint64) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testwait.Until(t, 5*time.Second, what, func() error {
 		runtime.GC()
-		time.Sleep(5 * time.Millisecond)
 		p, live, roots := read(t)
-		w := want(live, roots)
-		if p == w {
-			return
+		if w := want(live, roots); p != w {
+			return fmt.Errorf("GOGC %d, want %d (live %d, roots %d)", p, w, live, roots)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: GOGC %d, want %d (live %d, roots %d)", what, p, w, live, roots)
-		}
-	}
+		return nil
+	})
 }
 
 // TestKeeper: in this test process (a few MB live), a floor of 64 MiB
@@ -83,7 +81,11 @@ func TestKeeper(t *testing.T) {
 			t.Errorf("floor %d: GOGC %d after stop, want the 137 it found", floor, p)
 		}
 		runtime.GC()
-		time.Sleep(10 * time.Millisecond) // a stopped keeper's last cleanup
+		// What is checked is that nothing happens: a stopped keeper's
+		// cleanup, if it still ran, would run after this cycle. No
+		// condition can announce that it did not; the pause gives it the
+		// chance to show.
+		time.Sleep(10 * time.Millisecond)
 		if p, _, _ := read(t); p != 137 {
 			t.Errorf("floor %d: GOGC %d after a cycle past stop, want 137", floor, p)
 		}
@@ -99,8 +101,10 @@ func TestStart(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 
 	stop := Start(ctx, func(k string) string { return map[string]string{"GOGC": "100"}[k] })
+	if keeping.Load() {
+		t.Error("with GOGC set: a keeper started")
+	}
 	runtime.GC()
-	time.Sleep(10 * time.Millisecond)
 	if p, _, _ := read(t); p != DefaultPercent {
 		t.Errorf("with GOGC set: GOGC %d, want %d", p, DefaultPercent)
 	}
@@ -117,9 +121,5 @@ func TestStart(t *testing.T) {
 	waitPercent(t, "after a second Start's stop", floorPercent)
 	cancel()
 	waitPercent(t, "after the context ended", func(uint64, uint64) uint64 { return DefaultPercent })
-	for deadline := time.Now().Add(time.Second); keeping.Load(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("still keeping a second after the context ended")
-		}
-	}
+	testwait.Eventually(t, time.Second, "the keeper stops once the context ended", func() bool { return !keeping.Load() })
 }

@@ -2,6 +2,7 @@ package httpserver_test
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"io"
 	"log/slog"
@@ -11,14 +12,19 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/partnerapi/authplatform/pkg/clientip"
 	"github.com/partnerapi/authplatform/pkg/httpserver"
 	"github.com/partnerapi/authplatform/pkg/logging"
 	"github.com/partnerapi/authplatform/pkg/logtest"
 	"github.com/partnerapi/authplatform/pkg/metrics"
+	"github.com/partnerapi/authplatform/pkg/testwait"
+	"github.com/partnerapi/authplatform/pkg/tracing"
 )
 
 var requestIDRE = regexp.MustCompile(`^[0-9a-f]{32}$`)
@@ -292,5 +298,80 @@ func BenchmarkLayers(b *testing.B) {
 		if rec.Code != http.StatusOK {
 			b.Fatal(rec.Code)
 		}
+	}
+}
+
+// TestBaseTracing: with Tracing, a request runs in a server span named
+// after the route the router set, its context carries the span, and its
+// access record carries the trace id; a trusted proxy's traceparent is
+// continued. Without Tracing no record has a trace_id (TestBaseRequestID's
+// servers).
+func TestBaseTracing(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	sink := &logtest.Sink{}
+	logger, err := logging.New(sink, "info")
+	if err != nil {
+		t.Fatal(err)
+	}
+	trust, _ := clientip.ParseTrust("127.0.0.1")
+	h := httpserver.NewRouter([]httpserver.Route{{Pattern: "GET /items/{id}", Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !tracing.Recording(r.Context()) {
+			t.Error("the handler's context has no recording span")
+		}
+		io.WriteString(w, "ok")
+	})}}, httpserver.DetailMisrouted)
+	srv := httptest.NewServer(httpserver.Base{Logger: logger, Trust: trust, Tracing: tracing.New(tp)}.Wrap(h))
+	t.Cleanup(srv.Close)
+
+	const parent = "4bf92f3577b34da6a3ce929d0e0e4736"
+	res := get(t, srv.URL+"/items/42?token=secret", map[string]string{"traceparent": "00-" + parent + "-00f067aa0ba902b7-01"})
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("status %d", res.StatusCode)
+	}
+	id := res.Header.Get("X-Request-Id")
+	var spans []sdktrace.ReadOnlySpan
+	testwait.Eventually(t, 5*time.Second, "the server span ended", func() bool {
+		spans = rec.Ended()
+		return len(spans) == 1
+	})
+	if s := spans[0]; s.Name() != "GET /items/{id}" || s.SpanContext().TraceID().String() != parent {
+		t.Errorf("span %q of trace %s, want %q of %s", s.Name(), s.SpanContext().TraceID(), "GET /items/{id}", parent)
+	}
+	for _, a := range spans[0].Attributes() {
+		if a.Key == "partnerapi.request_id" {
+			// A random hex id, which may hold "42" by chance.
+			if a.Value.AsString() != id {
+				t.Errorf("attribute %s = %q, want the request id %q", a.Key, a.Value.AsString(), id)
+			}
+			continue
+		}
+		if strings.Contains(a.Value.String(), "secret") || strings.Contains(a.Value.String(), "42") {
+			t.Errorf("attribute %s = %q holds the raw path or query", a.Key, a.Value.String())
+		}
+	}
+	testwait.Eventually(t, 5*time.Second, "the access record", func() bool {
+		return strings.Contains(sink.String(), `"trace_id":"`+parent+`"`) && strings.Contains(sink.String(), id)
+	})
+}
+
+// TestAnnotateOnce: a handler that annotates the same key twice (a console
+// page making two admin API calls in process, each naming its operator)
+// leaves one such attribute on the access record, the last one given,
+// next to the others.
+func TestAnnotateOnce(t *testing.T) {
+	srv, logs := baseServer(t, "", func(w http.ResponseWriter, r *http.Request) {
+		httpserver.Annotate(r.Context(), slog.String("client_id", "svc_first"))
+		httpserver.Annotate(r.Context(), slog.String("client_id", "svc_second"), slog.String("grant", "client_credentials"))
+		httpserver.Annotate(r.Context(), slog.String("client_id", "svc_second"))
+	})
+	get(t, srv.URL+"/twice", nil)
+	recs := logs.Records(t)
+	if len(recs) != 1 || recs[0]["client_id"] != "svc_second" || recs[0]["grant"] != "client_credentials" {
+		t.Fatalf("access records: %v", recs)
+	}
+	if n := strings.Count(logs.String(), `"client_id"`); n != 1 {
+		t.Fatalf("client_id %d times in the access record, want once:\n%s", n, logs.String())
 	}
 }

@@ -1,33 +1,25 @@
 package httpserver
 
 import (
-	"bytes"
-	"encoding/json"
 	"net/http"
-	"strconv"
+
+	"github.com/partnerapi/authplatform/pkg/jsontext"
 )
 
-// WriteDetail answers status with the body {"detail": detail} (README:
-// error shapes; the resource server's every error, the probes' 503s, a
+// detailAnswers is the format of {"detail"} bodies: JSON without HTML
+// escaping (JSONConfig.EscapeHTML says why).
+var detailAnswers = NewJSONFormat(JSONConfig{ContentType: "application/json; charset=utf-8", Internal: `{"detail":"internal error"}`})
+
+// WriteDetail answers status with the body {"detail": detail} (the error
+// shapes of deploy/docs/ARCHITECTURE.md, "Wiring"; the resource server's every error, the probes' 503s, a
 // recovered panic's 500) and header's fields. It is the one writer of that
-// format. HTML is not escaped: a JSON API is not embedded in HTML, and
-// "<ACCESS_TOKEN>" reads as written.
+// format.
 func WriteDetail(w http.ResponseWriter, status int, header http.Header, detail string) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(struct {
-		Detail string `json:"detail"`
-	}{detail}) // a string cannot fail to encode
-	body := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-	h := w.Header()
-	for k, vs := range header {
-		h[k] = vs
-	}
-	h.Set("Content-Type", "application/json; charset=utf-8")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
+	detailAnswers.WriteText(w, status, header, func(b []byte) []byte {
+		b = append(b, `{"detail":`...)
+		b = jsontext.AppendString(b, detail)
+		return append(b, '}')
+	})
 }
 
 // DetailMisrouted answers a request no route takes as {"detail"}: "not

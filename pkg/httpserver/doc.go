@@ -5,7 +5,12 @@
 // "POST /api/v1/oauth/token/", matched exactly) and answers 404, and 405
 // with Allow, through the surface's own error writer (Misrouted), never in
 // ServeMux's plain text; it labels metrics with the route's pattern.
-// WriteDetail is the one writer of {"detail"} bodies. Base is the layer
+// JSONFormat is the one writer of every surface's JSON answers (one buffer
+// pool; the one place that sets their Content-Type, Content-Length and
+// fixed fields), each surface with its own format: the token service's
+// OAuth errors and answers, the admin API's problems and results, the
+// resource server's answers and WriteDetail, the one writer of {"detail"}
+// bodies, on it. Base is the layer
 // every surface puts in front of its routes (plain net/http middleware;
 // the resource server mounts its Gin engine inside it): request id, body
 // limit, panic recovery, the HTTP metrics of every answer (its Observer,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/partnerapi/authplatform/pkg/httpserver"
 	"github.com/partnerapi/authplatform/pkg/metrics"
+	"github.com/partnerapi/authplatform/pkg/testwait"
 )
 
 // TestGroup serves an API, an admin and a metrics listener together: the
@@ -92,18 +93,7 @@ func TestGroup(t *testing.T) {
 	cancel()
 	// The API stops accepting; the metrics still answer, counting the
 	// admin's request and the API's.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", api.String(), 100*time.Millisecond)
-		if err != nil {
-			break
-		}
-		c.Close()
-		if time.Now().After(deadline) {
-			t.Fatal("the API still accepts connections after shutdown began")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.Eventually(t, 5*time.Second, "the API refuses connections after shutdown began", refuses(api.String()))
 	s, b := get("http://" + mets.String() + "/metrics")
 	if s != 200 || !strings.Contains(b, `partnerapi_http_requests_total{code="2xx",method="GET",route="/fast"} 1`) ||
 		!strings.Contains(b, `partnerapi_http_requests_total{code="2xx",method="GET",route="unmatched"} 1`) {

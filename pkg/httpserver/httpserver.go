@@ -2,6 +2,7 @@ package httpserver
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -60,7 +61,18 @@ func maxConnsFor(nofile uint64) int {
 // Option configures Serve.
 type Option func(*options)
 
-type options struct{ maxConns int }
+type options struct {
+	maxConns int
+	tls      *tls.Config
+}
+
+// TLS ends TLS on the listener with cfg (nil: plain HTTP). A TLS
+// connection's requests carry its state (http.Request.TLS: the client's
+// certificate, package clientcert). The framing watch of plain
+// connections (RFC 9112 section 6.1, closeAmbiguous) sees only ciphertext
+// below TLS and is off there: a client that ends its own TLS here has no
+// proxy between it and the server that a smuggled request could pass.
+func TLS(cfg *tls.Config) Option { return func(o *options) { o.tls = cfg } }
 
 // MaxConns limits the connections served at once to n (n <= 0:
 // DefaultMaxConns). At the limit new connections wait in the kernel's
@@ -96,8 +108,13 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Lo
 	}
 	lim := newListener(ln, o.maxConns, srv.SetKeepAlivesEnabled, logger)
 	logger.Debug("connection limit", "max_conns", o.maxConns)
+	var serving net.Listener = lim
+	if o.tls != nil {
+		srv.TLSConfig = o.tls
+		serving = tls.NewListener(lim, o.tls)
+	}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(lim) }()
+	go func() { served <- srv.Serve(serving) }()
 	select {
 	case err := <-served:
 		return fmt.Errorf("serve: %w", err)
@@ -132,6 +149,11 @@ func closeAmbiguous(h http.Handler) http.Handler {
 
 // Probe GETs url and returns nil when it answers 200 within 3 seconds: the
 // health check of images that have no shell or curl.
+//
+// An https URL on a loopback address is the probe of a server that ends
+// TLS itself (--tls-cert): its certificate names the public host, never
+// 127.0.0.1, so it is not verified there; the probe sends nothing secret
+// and reads only the status. Any other https URL is verified as usual.
 func Probe(ctx context.Context, url string) error {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
@@ -139,7 +161,11 @@ func Probe(ctx context.Context, url string) error {
 	if err != nil {
 		return fmt.Errorf("probe %s: %w", url, err)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	hc := http.DefaultClient
+	if ip := net.ParseIP(req.URL.Hostname()); req.URL.Scheme == "https" && ip != nil && ip.IsLoopback() {
+		hc = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // see above
+	}
+	resp, err := hc.Do(req)
 	if err != nil {
 		return fmt.Errorf("probe %s: %w", url, err)
 	}
@@ -152,7 +178,8 @@ func Probe(ctx context.Context, url string) error {
 
 // ProbeURL is the default URL of a binary's healthcheck command: /readyz on
 // loopback at HEALTHCHECK_PORT, else at the port of ADDR (the serve setting
-// a container shares with its health check), else at defaultPort.
+// a container shares with its health check), else at defaultPort; over
+// https when TLS_CERT_FILE is set (the server ends TLS itself).
 func ProbeURL(getenv func(string) string, defaultPort string) string {
 	port := getenv("HEALTHCHECK_PORT")
 	if port == "" {
@@ -162,7 +189,11 @@ func ProbeURL(getenv func(string) string, defaultPort string) string {
 			port = defaultPort
 		}
 	}
-	return "http://127.0.0.1:" + port + "/readyz"
+	scheme := "http"
+	if getenv("TLS_CERT_FILE") != "" {
+		scheme = "https"
+	}
+	return scheme + "://127.0.0.1:" + port + "/readyz"
 }
 
 // Healthcheck is the healthcheck command of both binaries, for container

@@ -6,11 +6,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/partnerapi/authplatform/pkg/httpserver"
+	"github.com/partnerapi/authplatform/pkg/testwait"
 )
 
 // TestServeShutsDownGracefully: a request in flight when the context ends
@@ -51,24 +53,25 @@ func TestServeShutsDownGracefully(t *testing.T) {
 	<-inHandler
 	cancel()
 	// Shutdown closes the listener before it waits for the slow request.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", ln.Addr().String(), 100*time.Millisecond)
-		if err != nil {
-			break
-		}
-		c.Close()
-		if time.Now().After(deadline) {
-			t.Fatal("listener still accepts connections after shutdown began")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.Eventually(t, 5*time.Second, "the listener refuses connections after shutdown began", refuses(ln.Addr().String()))
 	close(release)
 	if got := <-slow; got != "done" {
 		t.Errorf("in-flight request got %q, want it completed", got)
 	}
 	if err := <-served; err != nil {
 		t.Errorf("Serve = %v after a clean shutdown, want nil", err)
+	}
+}
+
+// refuses returns a condition: a connection to addr is refused.
+func refuses(addr string) func() bool {
+	return func() bool {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			return true
+		}
+		c.Close()
+		return false
 	}
 }
 
@@ -89,5 +92,29 @@ func TestProbeFailures(t *testing.T) {
 	}
 	if err := httpserver.Probe(context.Background(), "::not a url"); err == nil {
 		t.Error("Probe of a bad URL succeeded")
+	}
+}
+
+// TestProbeTLS: the healthcheck of a server ending TLS itself probes
+// https on loopback (TLS_CERT_FILE set) and accepts its certificate, made
+// for the public host; the certificate of any other host is verified.
+func TestProbeTLS(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	defer srv.Close()
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	env := map[string]string{"HEALTHCHECK_PORT": port, "TLS_CERT_FILE": "/etc/tls/server.pem"}
+	url := httpserver.ProbeURL(func(k string) string { return env[k] }, "8080")
+	if want := "https://127.0.0.1:" + port + "/readyz"; url != want {
+		t.Fatalf("ProbeURL with TLS_CERT_FILE = %q, want %q", url, want)
+	}
+	if err := httpserver.Probe(context.Background(), url); err != nil {
+		t.Errorf("Probe of the server's own https on loopback: %v", err)
+	}
+	if url := httpserver.ProbeURL(func(k string) string { return map[string]string{"HEALTHCHECK_PORT": port}[k] }, "8080"); !strings.HasPrefix(url, "http://") {
+		t.Errorf("ProbeURL without TLS_CERT_FILE = %q, want http", url)
+	}
+	// localhost is a name, not a loopback address: verified, and refused.
+	if err := httpserver.Probe(context.Background(), "https://localhost:"+port+"/readyz"); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("Probe of an unverifiable certificate by name = %v, want a certificate error", err)
 	}
 }

@@ -131,3 +131,29 @@ func skipValue(b []byte, i int) int {
 	}
 	return i
 }
+
+// DepthWithin reports whether no array or object in b is nested more than
+// max deep (the outermost value is depth 1). It is one pass over the bytes
+// that allocates nothing, so a body can be measured before any decoder
+// sees it: encoding/json's own limit is 10,000 levels, and a reader that
+// walks the value (the admin API's member check) pays for every level
+// again at each member. Brackets inside strings do not count. It does not
+// check the syntax; b need not be valid JSON. (Its cost is measured by
+// TestDepthWithinLinear.)
+func DepthWithin(b []byte, max int) bool {
+	depth := 0
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			i = stringEnd(b, i) - 1
+		case '[', '{':
+			depth++
+			if depth > max {
+				return false
+			}
+		case ']', '}':
+			depth--
+		}
+	}
+	return true
+}

@@ -114,3 +114,42 @@ func FuzzStrict(f *testing.F) {
 		}
 	})
 }
+
+func TestDepthWithin(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		max  int
+		want bool
+	}{
+		{`{}`, 1, true},
+		{`{"a":[1]}`, 1, false},
+		{`{"a":[1]}`, 2, true},
+		{`{"a":"[[[[{{{{"}`, 1, true},    // brackets in a string
+		{`{"a":"\"[[[["}`, 1, true},      // an escaped quote
+		{`{"a":"\\"}` + `[[[`, 1, false}, // an escaped backslash ends the string
+		{`[[[]]][[[]]]`, 3, true},        // siblings do not add up
+		{strings.Repeat("[", 33) + strings.Repeat("]", 33), 32, false},
+		{strings.Repeat("[", 32) + strings.Repeat("]", 32), 32, true},
+		{`"unterminated [[[`, 1, true},
+		{``, 0, true},
+	} {
+		if got := DepthWithin([]byte(tc.in), tc.max); got != tc.want {
+			t.Errorf("DepthWithin(%q, %d) = %v, want %v", tc.in, tc.max, got, tc.want)
+		}
+	}
+}
+
+// TestDepthWithinLinear: DepthWithin allocates nothing, whatever the
+// nesting of a 1 MiB body.
+func TestDepthWithinLinear(t *testing.T) {
+	deep := []byte(strings.Repeat("[", 1<<20))
+	wide := []byte("[" + strings.Repeat(`"[{",`, (1<<20)/5) + "0]")
+	for name, b := range map[string][]byte{"deep": deep, "wide": wide} {
+		if n := testing.AllocsPerRun(3, func() { DepthWithin(b, 32) }); n != 0 {
+			t.Errorf("%s: %v allocations, want 0", name, n)
+		}
+	}
+	if DepthWithin(deep, 32) || !DepthWithin(wide, 32) {
+		t.Error("deep passed or wide failed")
+	}
+}

@@ -10,6 +10,7 @@
 // resolves, or is re-bound, to a refused address is refused as the address
 // itself would be) and every redirect.
 //
-// README (Client authentication: private_key_jwt) describes the settings:
+// deploy/docs/operator-guide.md ("Keys behind a jwks_uri") describes the
+// settings:
 // JWKS_URL_ALLOW_HTTP and JWKS_URL_ALLOW_PRIVATE.
 package jwksuri

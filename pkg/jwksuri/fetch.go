@@ -7,12 +7,16 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"syscall"
 	"time"
 
 	"github.com/lestrrat-go/jwx/v3/jwk"
 
+	"go.opentelemetry.io/otel/codes"
+
 	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/tracing"
 )
 
 // Limits of one fetch.
@@ -46,7 +50,9 @@ func NewFetcher(p Policy) *Fetcher {
 		Transport: &http.Transport{DialContext: dialer.DialContext, TLSHandshakeTimeout: FetchTimeout,
 			ResponseHeaderTimeout: FetchTimeout, MaxIdleConnsPerHost: 1, IdleConnTimeout: time.Minute},
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
-			if len(via) >= maxRedirects {
+			// via holds the requests made so far, the first included: the
+			// third redirect comes with three, a fourth with four.
+			if len(via) > maxRedirects {
 				return errors.New("jwks_uri: too many redirects")
 			}
 			if err := clients.CheckJWKSURI(req.URL.String(), p.AllowHTTP); err != nil {
@@ -64,13 +70,25 @@ func (f *Fetcher) Fetch(ctx context.Context, uri string) (jwk.Set, error) {
 	if err := clients.CheckJWKSURI(uri, f.policy.AllowHTTP); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrRefused, err)
 	}
+	// The fetch's span (a traced request only) names the host alone: a
+	// path or query could carry what the partner did not mean to publish.
+	// The fetch carries no traceparent: the partner's host is outside the
+	// platform, which passes its trace context on only inside.
+	ctx, span := tracing.Start(ctx, tracing.SpanJWKSURIFetch)
+	defer span.End()
+	if span.IsRecording() {
+		if u, err := url.Parse(uri); err == nil {
+			span.SetAttributes(tracing.AttrServerAddress.String(u.Hostname()))
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, FetchTimeout)
 	defer cancel()
 	set, err := jwk.Fetch(ctx, uri, jwk.WithHTTPClient(f.client), jwk.WithMaxFetchBodySize(clients.MaxJWKSBytes))
-	if err != nil {
-		return nil, err
+	if err == nil {
+		err = clients.CheckKeys(set)
 	}
-	if err := clients.CheckKeys(set); err != nil {
+	if err != nil {
+		span.SetStatus(codes.Error, "jwks_uri fetch failed")
 		return nil, err
 	}
 	return set, nil

@@ -38,17 +38,31 @@ var ErrRefused = errors.New("refused by the jwks_uri policy")
 
 // refusedAddress says why addr may not be dialled (nil: it may).
 func (p Policy) refusedAddress(addr netip.Addr) error {
+	why, err := p.whyRefused(addr)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: %s: %w", ErrRefused, why, err)
+	case why != "":
+		return fmt.Errorf("%w: %s", ErrRefused, why)
+	}
+	return nil
+}
+
+// whyRefused says why addr may not be dialled ("": it may), in words an
+// operator may read; the error, if any, is what kept the policy from
+// knowing, for the log.
+func (p Policy) whyRefused(addr netip.Addr) (string, error) {
 	if p.AllowPrivate {
-		return nil
+		return "", nil
 	}
 	own, err := OwnAddresses()
 	if err != nil {
-		return fmt.Errorf("%w: the host's own addresses are unknown: %v", ErrRefused, err)
+		return "the host's own addresses are unknown", err
 	}
 	if why := Classify(addr, own); why != "" {
-		return fmt.Errorf("%w: address %s is %s (JWKS_URL_ALLOW_PRIVATE=true allows it)", ErrRefused, addr, why)
+		return fmt.Sprintf("address %s is %s (JWKS_URL_ALLOW_PRIVATE=true allows it)", addr, why), nil
 	}
-	return nil
+	return "", nil
 }
 
 // CheckRegistration checks a jwks_uri before it is registered, as the
@@ -60,7 +74,7 @@ func (p Policy) refusedAddress(addr netip.Addr) error {
 // dials (a name may resolve elsewhere by then).
 func (p Policy) CheckRegistration(ctx context.Context, raw string) error {
 	if err := clients.CheckJWKSURI(raw, p.AllowHTTP); err != nil {
-		return fmt.Errorf("%w: %w", clients.ErrInvalid, err)
+		return err
 	}
 	if p.AllowPrivate {
 		return nil
@@ -76,17 +90,24 @@ func (p Policy) CheckRegistration(ctx context.Context, raw string) error {
 			r = p.Resolver
 		}
 		if addrs, err = r.LookupNetIP(ctx, "ip", host); err != nil || len(addrs) == 0 {
-			return fmt.Errorf("%w: jwks_uri %q: host %q does not resolve, so it cannot be fetched: %v", clients.ErrInvalid, raw, host, err)
+			// The resolver's words (and its server's address) stay in
+			// the log.
+			refusal := clients.Invalidf("jwks_uri %q: host %q does not resolve, so it cannot be fetched", raw, host)
+			refusal.Cause = err
+			return refusal
 		}
 	}
 	var why []string
+	var causes []error
 	for _, a := range addrs {
-		if err := p.refusedAddress(a.Unmap()); err != nil {
-			why = append(why, strings.TrimPrefix(err.Error(), ErrRefused.Error()+": "))
+		if w, err := p.whyRefused(a.Unmap()); w != "" {
+			why, causes = append(why, w), append(causes, err)
 		}
 	}
 	if len(why) > 0 {
-		return fmt.Errorf("%w: jwks_uri %q: the token service does not fetch from %s: %s", clients.ErrInvalid, raw, host, strings.Join(why, "; "))
+		refusal := clients.Invalidf("jwks_uri %q: the token service does not fetch from %s: %s", raw, host, strings.Join(why, "; "))
+		refusal.Cause = errors.Join(causes...)
+		return refusal
 	}
 	return nil
 }

@@ -58,6 +58,13 @@ func TestCheckRegistration(t *testing.T) {
 		{Policy{Resolver: r, AllowPrivate: true}, "https://internal.example/k", ""},
 		{Policy{Resolver: r, AllowPrivate: true}, "https://127.0.0.1/k", ""},
 		{Policy{Resolver: r, AllowPrivate: true}, "http://127.0.0.1/k", "must be https"},
+		// Issue 59 point 14: a TCP port one can connect to, 1-65535.
+		{strict, "https://keys.partner.example:0/k", "the port must be 1-65535"},
+		{strict, "https://keys.partner.example:65536/k", "the port must be 1-65535"},
+		{strict, "https://keys.partner.example:99999999999999999999/k", "the port must be 1-65535"},
+		{strict, "https://keys.partner.example:1/k", ""},
+		{strict, "https://keys.partner.example:65535/k", ""},
+		{strict, "https://keys.partner.example:/k", ""}, // empty: the scheme's
 	} {
 		err := c.policy.CheckRegistration(context.Background(), c.uri)
 		switch {
@@ -102,5 +109,32 @@ func TestFetch(t *testing.T) {
 	redirecting.client.Transport.(*http.Transport).TLSClientConfig = tlsSrv.Client().Transport.(*http.Transport).TLSClientConfig
 	if _, err := redirecting.Fetch(ctx, tlsSrv.URL); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "redirect") {
 		t.Fatalf("redirect to http: %v", err)
+	}
+}
+
+// TestFetchRedirects: a fetch follows exactly the documented 3 redirects
+// (deploy/docs/operator-guide.md, Keys behind a jwks_uri) and refuses a
+// fourth (issue 59 point 14: it stopped after 2).
+func TestFetchRedirects(t *testing.T) {
+	k := assertiontest.NewKey(t, "one", jwa.ES256())
+	mux := http.NewServeMux()
+	mux.HandleFunc("/jwks.json", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(assertiontest.JWKS(t, k)) })
+	// /hop/N redirects to /hop/N-1, /hop/0 to the key set.
+	mux.HandleFunc("/hop/{n}", func(w http.ResponseWriter, r *http.Request) {
+		next := "/jwks.json"
+		if n := r.PathValue("n"); n != "0" {
+			next = "/hop/" + string(rune(n[0]-1))
+		}
+		http.Redirect(w, r, next, http.StatusFound)
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	f := NewFetcher(Policy{AllowHTTP: true, AllowPrivate: true})
+	// /hop/2: three redirects (hop 2, 1, 0) before the key set.
+	if set, err := f.Fetch(context.Background(), srv.URL+"/hop/2"); err != nil || set.Len() != 1 {
+		t.Errorf("three redirects: %v", err)
+	}
+	if _, err := f.Fetch(context.Background(), srv.URL+"/hop/3"); err == nil || !strings.Contains(err.Error(), "too many redirects") {
+		t.Errorf("four redirects: %v, want too many redirects", err)
 	}
 }

@@ -81,13 +81,52 @@ func (s *Store) Withdraw(ctx context.Context, kid string) (int64, error) {
 	// The version key is the safety net: a failed PUBLISH only delays
 	// the watchers to their next poll.
 	if err := s.rdb.Publish(ctx, s.channel, v).Err(); err != nil {
-		return v, fmt.Errorf("withdrawn (version %d), but the notification failed; servers see it within %s: %w", v, DefaultPollInterval, err)
+		return v, &NotifyError{Version: v, Within: DefaultPollInterval, Cause: err}
 	}
 	if !ack.Confirmed(s.confirm) {
-		return v, fmt.Errorf("withdrawn (version %d) on the primary, %s: %w", v, ack.Describe(s.confirm), ErrNotReplicated)
+		return v, &NotReplicatedError{Version: v, Detail: ack.Describe(s.confirm)}
 	}
 	return v, nil
 }
+
+// NotReplicatedError is a withdrawal written on the primary and published
+// that fewer replicas than asked acknowledged in time:
+// errors.Is(err, ErrNotReplicated) holds.
+type NotReplicatedError struct {
+	Version int64
+	Detail  string // what the replicas said (redisconn.Ack.Describe)
+}
+
+func (e *NotReplicatedError) Error() string { return e.Public() }
+
+// Public says what happened in words fit for the operator who asked for
+// the withdrawal: its version and what the replicas said.
+func (e *NotReplicatedError) Public() string {
+	return fmt.Sprintf("withdrawn (version %d) on the primary, %s: %s", e.Version, e.Detail, ErrNotReplicated)
+}
+
+// Unwrap makes errors.Is(err, ErrNotReplicated) hold.
+func (e *NotReplicatedError) Unwrap() error { return ErrNotReplicated }
+
+// NotifyError is a withdrawal recorded whose notification failed: the
+// watchers see it at their next poll, within Within. Cause, what Redis
+// said, is for the log.
+type NotifyError struct {
+	Version int64
+	Within  time.Duration
+	Cause   error
+}
+
+func (e *NotifyError) Error() string { return e.Public() + ": " + e.Cause.Error() }
+
+// Public says what happened in words fit for the operator who asked for
+// the withdrawal, without Cause.
+func (e *NotifyError) Public() string {
+	return fmt.Sprintf("withdrawn (version %d), but the notification failed; servers see it within %s", e.Version, e.Within)
+}
+
+// Unwrap returns Cause.
+func (e *NotifyError) Unwrap() error { return e.Cause }
 
 // Read returns the current state.
 func (s *Store) Read(ctx context.Context) (State, error) {

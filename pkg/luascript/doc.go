@@ -9,4 +9,12 @@
 // ends: its offset is the line count of the files before it) and rewrites
 // every "user_script:N" of an error Redis returns as "FILE:LINE
 // (user_script:N)", so an error names the file and line to read.
+//
+// A script's interface with Go, its KEYS, ARGV, reply and codes, is a
+// Contract declared once in Go; package contractgen (go generate, with
+// cmd/luacontract) writes from it the script's generated section and the
+// Go structs that lay out its arguments and decode its reply (Reply).
+// New resolves the section's names (KEYS[i], ARGV[i], a code's value) and
+// inlines its reply builder where the script calls it, and Lint keeps the
+// script's body from naming KEYS or ARGV by position.
 package luascript

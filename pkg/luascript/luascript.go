@@ -36,8 +36,16 @@ type part struct {
 
 // New composes files into one script: each file's text, newline-ended,
 // after the one before it. File i starts at line 1 + the line count of
-// files 0..i-1 (Offset).
+// files 0..i-1 (Offset). The names a file's generated section binds
+// (Contract) and its reply builder are resolved in that file and the ones
+// after it (inlineFiles); a use New cannot resolve is a mistake in the
+// embedded files, and New panics, when the package that composes the
+// script is initialised.
 func New(files ...File) *Script {
+	files, err := inlineFiles(files)
+	if err != nil {
+		panic("luascript: " + err.Error())
+	}
 	var b strings.Builder
 	s := &Script{}
 	line := 1
@@ -55,6 +63,9 @@ func New(files ...File) *Script {
 	s.Script = redis.NewScript(s.src)
 	return s
 }
+
+// Body is the script's text as Redis runs it.
+func (s *Script) Body() string { return s.src }
 
 // Offset is the number of lines of the body before the file named name
 // (0 for the first file), -1 if the script has no such file.

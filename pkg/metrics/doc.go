@@ -10,5 +10,6 @@
 // "_total" on counters, "_seconds" on durations, and label values from small
 // fixed sets (a route pattern, never a raw path; a reason code, never a
 // client id or a secret). The metrics are served on a listener of their own
-// (httpserver.Group serves Handler), off the partner-facing port, and README lists every one.
+// (httpserver.Group serves Handler), off the partner-facing port, and
+// deploy/docs/metrics.md lists every one.
 package metrics

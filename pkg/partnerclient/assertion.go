@@ -29,7 +29,10 @@ const (
 	RS256 = "RS256" // RSASSA-PKCS1-v1_5 with SHA-256
 	RS384 = "RS384" // RSASSA-PKCS1-v1_5 with SHA-384
 	PS256 = "PS256" // RSASSA-PSS with SHA-256, MGF1 with SHA-256, salt of 32 bytes
-	EdDSA = "EdDSA" // Ed25519
+	EdDSA = "EdDSA" // Ed25519 (RFC 8037's name, the default for an Ed25519 key)
+	// Ed25519 is RFC 9864's fully specified name of EdDSA with Ed25519,
+	// what oauth4webapi writes; the servers accept both names.
+	Ed25519 = "Ed25519"
 )
 
 // ClientAssertionType is the client_assertion_type of a JWT client
@@ -41,8 +44,15 @@ const ClientAssertionType = "urn:ietf:params:oauth:client-assertion-type:jwt-bea
 const AssertionLifetime = 60 * time.Second
 
 // minRSABits is the smallest RSA modulus accepted (RFC 7518 section 3.3:
-// 2048 bits or larger MUST be used).
-const minRSABits = 2048
+// 2048 bits or larger MUST be used); maxRSABits the largest, the servers'
+// own bound (the main module's pkg/keysize.MaxRSABits, which this module
+// does not import): a larger key's assertions and proofs are refused
+// there, so the SDK refuses the key when it is configured, not at the
+// first request.
+const (
+	minRSABits = 2048
+	maxRSABits = 4096
+)
 
 // defaultAlgorithm is the algorithm of a key when Config.Algorithm is
 // empty: ES256 or ES384 by curve, RS256 for RSA, EdDSA for Ed25519.
@@ -65,27 +75,39 @@ func defaultAlgorithm(pub crypto.PublicKey) string {
 
 // checkAlgorithm reports whether alg is supported and fits the public key.
 func checkAlgorithm(alg string, pub crypto.PublicKey) error {
+	if why := algorithmMisfit(alg, pub); why != "" {
+		return errors.New("partnerclient: " + why)
+	}
+	return nil
+}
+
+// algorithmMisfit says why alg is not supported or does not fit the public
+// key ("": it fits), for each caller to say in its own words.
+func algorithmMisfit(alg string, pub crypto.PublicKey) string {
 	switch k := pub.(type) {
 	case *ecdsa.PublicKey:
 		want := map[string]elliptic.Curve{ES256: elliptic.P256(), ES384: elliptic.P384()}[alg]
 		if want == nil || k.Curve != want {
-			return fmt.Errorf("partnerclient: algorithm %q does not fit an ECDSA key on %s (ES256: P-256, ES384: P-384)", alg, curveName(k.Curve))
+			return fmt.Sprintf("algorithm %q does not fit an ECDSA key on %s (ES256: P-256, ES384: P-384)", alg, curveName(k.Curve))
 		}
 	case *rsa.PublicKey:
 		if alg != RS256 && alg != RS384 && alg != PS256 {
-			return fmt.Errorf("partnerclient: algorithm %q does not fit an RSA key (RS256, RS384 or PS256)", alg)
+			return fmt.Sprintf("algorithm %q does not fit an RSA key (RS256, RS384 or PS256)", alg)
 		}
 		if k.N.BitLen() < minRSABits {
-			return fmt.Errorf("partnerclient: an RSA key of %d bits: at least %d are required (RFC 7518 section 3.3)", k.N.BitLen(), minRSABits)
+			return fmt.Sprintf("an RSA key of %d bits: at least %d are required (RFC 7518 section 3.3)", k.N.BitLen(), minRSABits)
+		}
+		if k.N.BitLen() > maxRSABits {
+			return fmt.Sprintf("an RSA key of %d bits: the servers verify at most %d", k.N.BitLen(), maxRSABits)
 		}
 	case ed25519.PublicKey:
-		if alg != EdDSA {
-			return fmt.Errorf("partnerclient: algorithm %q does not fit an Ed25519 key (EdDSA)", alg)
+		if alg != EdDSA && alg != Ed25519 {
+			return fmt.Sprintf("algorithm %q does not fit an Ed25519 key (EdDSA or Ed25519)", alg)
 		}
 	default:
-		return fmt.Errorf("partnerclient: unsupported private key type %T (ECDSA P-256/P-384, RSA or Ed25519)", pub)
+		return fmt.Sprintf("unsupported private key type %T (ECDSA P-256/P-384, RSA or Ed25519)", pub)
 	}
-	return nil
+	return ""
 }
 
 func curveName(c elliptic.Curve) string {
@@ -104,7 +126,7 @@ func signature(signer crypto.Signer, alg string, input []byte) ([]byte, error) {
 		hash = crypto.SHA256
 	case ES384, RS384:
 		hash = crypto.SHA384
-	case EdDSA:
+	case EdDSA, Ed25519:
 		// RFC 8037 section 3.1: Ed25519 signs the message itself.
 		return signer.Sign(rand.Reader, input, crypto.Hash(0))
 	default:

@@ -34,12 +34,13 @@ var testKeys = sync.OnceValue(func() map[string]crypto.Signer {
 		panic(err)
 	}
 	return map[string]crypto.Signer{
-		ES256: must(ecdsa.GenerateKey(elliptic.P256(), rand.Reader)),
-		ES384: must(ecdsa.GenerateKey(elliptic.P384(), rand.Reader)),
-		RS256: rsaKey,
-		RS384: rsaKey,
-		PS256: rsaKey,
-		EdDSA: edKey,
+		ES256:   must(ecdsa.GenerateKey(elliptic.P256(), rand.Reader)),
+		ES384:   must(ecdsa.GenerateKey(elliptic.P384(), rand.Reader)),
+		RS256:   rsaKey,
+		RS384:   rsaKey,
+		PS256:   rsaKey,
+		EdDSA:   edKey,
+		Ed25519: edKey,
 	}
 })
 
@@ -91,7 +92,7 @@ func verifiedJWS(t *testing.T, compact string, pub crypto.PublicKey, alg string)
 	case PS256:
 		// RFC 7518 section 3.5: the salt is as long as the hash, 32 bytes.
 		ok = rsa.VerifyPSS(pub.(*rsa.PublicKey), crypto.SHA256, digest(crypto.SHA256), sig, &rsa.PSSOptions{SaltLength: 32}) == nil
-	case EdDSA:
+	case EdDSA, Ed25519:
 		ok = ed25519.Verify(pub.(ed25519.PublicKey), input, sig)
 	default:
 		t.Fatalf("unknown alg %q", alg)
@@ -104,7 +105,7 @@ func verifiedJWS(t *testing.T, compact string, pub crypto.PublicKey, alg string)
 
 func TestAssertionSignatures(t *testing.T) {
 	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	for _, alg := range []string{ES256, ES384, RS256, RS384, PS256, EdDSA} {
+	for _, alg := range []string{ES256, ES384, RS256, RS384, PS256, EdDSA, Ed25519} {
 		t.Run(alg, func(t *testing.T) {
 			key := testKeys()[alg]
 			jtis := map[string]bool{}
@@ -192,9 +193,26 @@ func TestCheckAlgorithm(t *testing.T) {
 		{RS256, keys[RS256], true}, {RS384, keys[RS256], true}, {PS256, keys[RS256], true}, {"PS384", keys[RS256], false},
 		{RS256, small, false}, {EdDSA, keys[EdDSA], true}, {ES256, keys[EdDSA], false}, {EdDSA, keys[ES256], false},
 		{"none", keys[ES256], false}, {"HS256", keys[RS256], false},
+		{Ed25519, keys[EdDSA], true}, {Ed25519, keys[ES256], false},
 	} {
 		if err := checkAlgorithm(c.alg, c.key.Public()); (err == nil) != c.ok {
 			t.Errorf("checkAlgorithm(%s, %T): %v, want ok %v", c.alg, c.key, err, c.ok)
+		}
+	}
+	// RSA moduli at the servers' bounds and past them (public keys only:
+	// the check reads the modulus's length).
+	for _, c := range []struct {
+		bits int
+		ok   bool
+	}{{2047, false}, {2048, true}, {4096, true}, {4097, false}, {16384, false}} {
+		n := new(big.Int).Lsh(big.NewInt(1), uint(c.bits-1))
+		n.SetBit(n, 0, 1)
+		err := checkAlgorithm(RS256, &rsa.PublicKey{N: n, E: 65537})
+		if (err == nil) != c.ok {
+			t.Errorf("checkAlgorithm(RS256, an RSA key of %d bits): %v, want ok %v", c.bits, err, c.ok)
+		}
+		if c.bits == 4097 && (err == nil || err.Error() != "partnerclient: an RSA key of 4097 bits: the servers verify at most 4096") {
+			t.Errorf("checkAlgorithm(RS256, 4097 bits) = %v", err)
 		}
 	}
 	for alg, want := range map[string]string{ES256: ES256, ES384: ES384, RS256: RS256, EdDSA: EdDSA} {

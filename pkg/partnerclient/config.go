@@ -3,6 +3,7 @@ package partnerclient
 import (
 	"context"
 	"crypto"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -28,6 +29,11 @@ const (
 	// Config.PrivateKey as client_assertion (RFC 7523 section 2.2, RFC 7521
 	// section 4.2): private_key_jwt. Setting PrivateKey selects it.
 	AuthPrivateKeyJWT
+	// AuthTLSClient sends client_id alone over a mutual-TLS connection
+	// presenting Config.Certificate (RFC 8705 section 2: tls_client_auth
+	// or self_signed_tls_client_auth, as the client is registered).
+	// Setting Certificate without a secret or a private key selects it.
+	AuthTLSClient
 )
 
 // Defaults of Config.
@@ -77,7 +83,7 @@ type Config struct {
 	// sent in every assertion's JOSE header (required with PrivateKey).
 	KeyID string
 	// Algorithm is the JWS algorithm of the assertions: ES256, ES384,
-	// RS256, RS384, PS256 or EdDSA, fitting PrivateKey (empty: ES256 or
+	// RS256, RS384, PS256, EdDSA or Ed25519, fitting PrivateKey (empty: ES256 or
 	// ES384 by curve, RS256 for RSA, EdDSA for Ed25519).
 	Algorithm string
 	// AssertionAudience is the assertions' "aud" (empty: the token URL).
@@ -93,12 +99,12 @@ type Config struct {
 	// DPoP-bound (token_type DPoP, its cnf.jkt the key's thumbprint), and
 	// Transport sends it as "Authorization: DPoP" with a fresh proof per
 	// request. Any crypto.Signer of ECDSA P-256 or P-384, Ed25519 or RSA
-	// (2048 bits or more) works; it should be a key of its own, not
+	// (2048 to 4096 bits, what the servers verify) works; it should be a key of its own, not
 	// PrivateKey. It never appears in an error or a log, nor do the
 	// proofs. See dpop.go.
 	DPoPKey crypto.Signer
 	// DPoPAlgorithm is the JWS algorithm of the proofs: ES256, ES384,
-	// RS256, PS256 or EdDSA, fitting DPoPKey (empty: ES256 or ES384 by
+	// RS256, PS256, EdDSA or Ed25519, fitting DPoPKey (empty: ES256 or ES384 by
 	// curve, RS256 for RSA, EdDSA for Ed25519).
 	DPoPAlgorithm string
 
@@ -119,8 +125,20 @@ type Config struct {
 	// DefaultMaxDelay).
 	BaseDelay, MaxDelay time.Duration
 
+	// Certificate, when set, is the client's TLS client certificate (RFC
+	// 8705): every connection to the token endpoint and the API presents
+	// it, so the tokens are bound to it (cnf.x5t#S256) and the API admits
+	// them over those connections only. Without ClientSecret or
+	// PrivateKey it also authenticates the client (AuthTLSClient). With
+	// HTTPClient nil, the client's own transport presents it; with an
+	// HTTPClient of yours, that client's transport must (Certificate then
+	// only selects AuthTLSClient). Its private key never appears in an
+	// error or a log.
+	Certificate *tls.Certificate
+
 	// HTTPClient sends the token requests, and its Transport the API
-	// requests of NewHTTPClient (nil: http.DefaultClient).
+	// requests of NewHTTPClient (nil: http.DefaultClient, or with
+	// Certificate a client presenting it).
 	HTTPClient *http.Client
 	// Logger receives one record per retry and per token fetched (nil: no
 	// logs). Records never hold a secret or a token.
@@ -242,10 +260,14 @@ func (c Config) validate() (Config, error) {
 		}
 	case c.AuthStyle == AuthPrivateKeyJWT:
 		errs = append(errs, errors.New("partnerclient: AuthPrivateKeyJWT needs PrivateKey"))
+	case c.AuthStyle == AuthTLSClient && c.Certificate == nil:
+		errs = append(errs, errors.New("partnerclient: AuthTLSClient needs Certificate"))
+	case c.ClientSecret == "" && c.Certificate != nil:
+		c.AuthStyle = AuthTLSClient
 	case c.ClientSecret == "":
 		errs = append(errs, errors.New("partnerclient: ClientSecret (or PrivateKey) is required"))
 	}
-	if c.AuthStyle != AuthBasic && c.AuthStyle != AuthForm && c.AuthStyle != AuthPrivateKeyJWT {
+	if c.AuthStyle != AuthBasic && c.AuthStyle != AuthForm && c.AuthStyle != AuthPrivateKeyJWT && c.AuthStyle != AuthTLSClient {
 		errs = append(errs, errors.New("partnerclient: unknown AuthStyle"))
 	}
 	if err := c.checkDPoP(); err != nil {
@@ -279,6 +301,11 @@ func (c Config) validate() (Config, error) {
 	}
 	if c.MaxDelay == 0 {
 		c.MaxDelay = DefaultMaxDelay
+	}
+	if c.HTTPClient == nil && c.Certificate != nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = &tls.Config{Certificates: []tls.Certificate{*c.Certificate}, MinVersion: tls.VersionTLS12}
+		c.HTTPClient = &http.Client{Transport: tr}
 	}
 	if c.HTTPClient == nil {
 		c.HTTPClient = http.DefaultClient

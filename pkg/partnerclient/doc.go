@@ -31,9 +31,10 @@
 // section 4.2). Set Config.PrivateKey (any crypto.Signer: an
 // *ecdsa.PrivateKey, *rsa.PrivateKey, ed25519.PrivateKey, or a key in an
 // HSM or a cloud KMS), KeyID (the "kid" of the public key registered for
-// the client) and optionally Algorithm (ES256, ES384, RS256, RS384, PS256 or
-// EdDSA; by default ES256 or ES384 by curve, RS256 for RSA, EdDSA for
-// Ed25519). [ParsePrivateJWK] reads the three from a private JWK (RFC 7517).
+// the client) and optionally Algorithm (ES256, ES384, RS256, RS384, PS256,
+// EdDSA or its RFC 9864 name Ed25519; by default ES256 or ES384 by curve,
+// RS256 for RSA, EdDSA for Ed25519). An RSA key has 2048 to 4096 bits, the
+// sizes the servers verify. [ParsePrivateJWK] reads the three from a private JWK (RFC 7517).
 // Every token request then carries client_id, client_assertion_type
 // (urn:ietf:params:oauth:client-assertion-type:jwt-bearer) and a fresh
 // client_assertion: a JWT with iss = sub = the client id, aud =

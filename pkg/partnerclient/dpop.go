@@ -43,7 +43,7 @@ const (
 
 // dpopAlgorithms are the algorithms the servers accept in proofs
 // (dpop_signing_alg_values_supported).
-var dpopAlgorithms = []string{ES256, ES384, RS256, PS256, EdDSA}
+var dpopAlgorithms = []string{ES256, ES384, RS256, PS256, EdDSA, Ed25519}
 
 // dpopKey signs proofs with one key and remembers the latest nonce each
 // server (origin) gave. It is safe for concurrent use.
@@ -68,10 +68,10 @@ func newDPoPKey(signer crypto.Signer, alg string) (*dpopKey, error) {
 		}
 	}
 	if !slices.Contains(dpopAlgorithms, alg) {
-		return nil, fmt.Errorf("partnerclient: DPoP algorithm %q is not supported (ES256, ES384, RS256, PS256 or EdDSA)", alg)
+		return nil, fmt.Errorf("partnerclient: DPoP algorithm %q is not supported (ES256, ES384, RS256, PS256, EdDSA or Ed25519)", alg)
 	}
-	if err := checkAlgorithm(alg, pub); err != nil {
-		return nil, errors.New("partnerclient: DPoP key: " + strings.TrimPrefix(err.Error(), "partnerclient: "))
+	if why := algorithmMisfit(alg, pub); why != "" {
+		return nil, errors.New("partnerclient: DPoP key: " + why)
 	}
 	jwk, err := publicJWK(pub)
 	if err != nil {

@@ -461,9 +461,9 @@ func TestDPoPConfigValidate(t *testing.T) {
 		alg  string
 		want string
 	}{
-		{testKeys()[RS256], RS384, `partnerclient: DPoP algorithm "RS384" is not supported (ES256, ES384, RS256, PS256 or EdDSA)`},
+		{testKeys()[RS256], RS384, `partnerclient: DPoP algorithm "RS384" is not supported (ES256, ES384, RS256, PS256, EdDSA or Ed25519)`},
 		{testKeys()[ES256], ES384, `partnerclient: DPoP key: algorithm "ES384" does not fit an ECDSA key on P-256 (ES256: P-256, ES384: P-384)`},
-		{testKeys()[EdDSA], RS256, `partnerclient: DPoP key: algorithm "RS256" does not fit an Ed25519 key (EdDSA)`},
+		{testKeys()[EdDSA], RS256, `partnerclient: DPoP key: algorithm "RS256" does not fit an Ed25519 key (EdDSA or Ed25519)`},
 		{p521, "", `partnerclient: DPoP key: unsupported key type or curve (ECDSA P-256 or P-384, RSA, Ed25519)`},
 		{p521, ES256, `partnerclient: DPoP key: algorithm "ES256" does not fit an ECDSA key on P-521 (ES256: P-256, ES384: P-384)`},
 		{nil, ES256, `partnerclient: DPoPAlgorithm needs DPoPKey`},

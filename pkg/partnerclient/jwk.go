@@ -64,7 +64,7 @@ type jwkJSON struct {
 // with its primes (section 6.3) or an OKP Ed25519 key (RFC 8037 section 2).
 // The key must be usable for signing ("use" absent or "sig", "key_ops"
 // absent or holding "sign"), and its "alg", if any, one of ES256, ES384,
-// RS256, RS384, PS256 or EdDSA fitting the key. Errors never quote the
+// RS256, RS384, PS256, EdDSA or Ed25519 fitting the key. Errors never quote the
 // key's members.
 //
 //	jwk, err := partnerclient.ParsePrivateJWK(data)

@@ -203,6 +203,10 @@ func (s *TokenSource) retry(ctx context.Context, endpoint string, do func() erro
 // endpoint), and returns the Authorization header to send, if any.
 func (s *TokenSource) authenticate(form url.Values) (authorization string, err error) {
 	switch s.cfg.AuthStyle {
+	case AuthTLSClient:
+		// RFC 8705 section 2: the connection's certificate authenticates;
+		// client_id names the client.
+		form.Set("client_id", s.cfg.ClientID)
 	case AuthForm:
 		form.Set("client_id", s.cfg.ClientID)
 		form.Set("client_secret", s.secret())

@@ -19,9 +19,24 @@ import (
 //go:embed testdata/limiter.lua
 var limiterLua string
 
-// LimiterScript is testdata/limiter.lua after window.lua: window_limit of
-// KEYS[1] with ARGV limit, window_ms, now_ms; reply {allowed, count,
-// wait_ms}.
+// limiterContract is testdata/limiter.lua's (go generate writes its
+// section and limiter_gen_test.go).
+var limiterContract = luascript.Contract{
+	Script: "testdata/limiter.lua", Go: "limiter", Doc: "window_limit on its own",
+	Keys: []luascript.Param{{Name: "window", Doc: "the window's key"}},
+	Args: []luascript.Param{
+		{Name: "limit", Type: "int", Doc: "requests per window"},
+		{Name: "window_ms", Type: "int", Doc: "the window"},
+		{Name: "now_ms", Type: "int", Doc: "the clock; -1 the Redis clock"},
+	},
+	Reply: []luascript.Param{
+		{Name: "allowed", Type: "int", Doc: "WL_ALLOWED or WL_REFUSED"},
+		{Name: "count", Type: "int", Doc: "requests counted"},
+		{Name: "wait_ms", Type: "int", Doc: "the wait"},
+	},
+}
+
+// LimiterScript is testdata/limiter.lua after window.lua (limiterContract).
 var LimiterScript = luascript.New(WindowFile, luascript.File{Name: "pkg/ratelimit/testdata/limiter.lua", Text: limiterLua})
 
 // Limiter admits at most limit requests per key in any window-long interval,
@@ -40,12 +55,15 @@ func NewLimiter(rdb redis.Scripter, limit int64, window time.Duration, now func(
 
 // Allow counts one request against key.
 func (l *Limiter) Allow(ctx context.Context, key string) (Decision, error) {
-	res, err := LimiterScript.Run(ctx, l.rdb, []string{key}, l.limit, l.window.Milliseconds(), NowArg(l.now)).Int64Slice()
+	keys := limiterKeys{Window: key}
+	args := limiterArgs{Limit: l.limit, WindowMS: l.window.Milliseconds(), NowMS: NowArg(l.now)}
+	res, err := LimiterScript.Run(ctx, l.rdb, keys.list(), args.list()...).Result()
+	var r limiterReply
+	if err == nil {
+		err = r.decode(res)
+	}
 	if err != nil {
 		return Decision{}, fmt.Errorf("rate limit %s: %w", key, err)
 	}
-	if len(res) != 3 {
-		return Decision{}, fmt.Errorf("rate limit %s: unexpected reply %v", key, res)
-	}
-	return FromScript(res[0], res[1], res[2]), nil
+	return FromScript(r.Allowed, r.Count, r.WaitMS), nil
 }

@@ -62,9 +62,16 @@ func ceilSeconds(d time.Duration) int64 {
 	return s
 }
 
-// FromScript reads the three values the Lua function returns.
+// FromScript reads the three values the Lua function returns: allowed is
+// WL_ALLOWED or WL_REFUSED (windowContract).
 func FromScript(allowed, count, waitMS int64) Decision {
-	return Decision{Allowed: allowed == 1, Count: count, Wait: time.Duration(waitMS) * time.Millisecond}
+	return Decided(windowCode(allowed) == windowAllowed, count, waitMS)
+}
+
+// Decided is the Decision of a script that answered with its own codes
+// whether window_limit allowed the request, the count and the wait (ms).
+func Decided(allowed bool, count, waitMS int64) Decision {
+	return Decision{Allowed: allowed, Count: count, Wait: time.Duration(waitMS) * time.Millisecond}
 }
 
 // NowArg is the now_ms argument for a script: the injected clock's time in

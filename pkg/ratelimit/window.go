@@ -25,7 +25,8 @@ const Buckets = 60
 // refused at now is admitted at now + window_ms at the latest (see the
 // package documentation).
 //
-// allowed is 1 or 0; count is the number of admitted requests counted now,
+// allowed is WL_ALLOWED (1) or WL_REFUSED (0), codes of windowContract
+// (contracts.go) defined in window.lua's generated section; count is the number of admitted requests counted now,
 // including this one when allowed; wait_ms is, when refused, the time until a
 // request would be admitted (with nothing admitted in between), at most
 // window_ms; when allowed, the time until the oldest counted request leaves

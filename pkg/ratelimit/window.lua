@@ -7,7 +7,10 @@
 -- file's line count, and errors name both files' lines).
 --
 -- KEYS: none of its own (window_limit touches only the key it is given).
--- ARGV: none of its own.
+-- ARGV: none of its own. window_limit's allowed is WL_ALLOWED or
+-- WL_REFUSED, codes of its contract (windowContract in
+-- pkg/ratelimit/contracts.go; Go's side: windowCode): the section below
+-- is generated from it.
 --
 -- It counts admitted requests in a ring of 61 buckets of
 -- b = ceil(window_ms/60) ms kept in one string at key: a 22-byte header,
@@ -27,6 +30,11 @@
 -- when its bucket comes round again. The string is encoded by hand
 -- (string.byte/string.char) because Redis's struct library is missing from
 -- miniredis, the in-process Redis.
+-- luacontract begin: generated from the contract in Go; edit that, then go generate.
+-- (The contract "window" in contracts.go; its Go side is in contracts_gen.go.)
+local WL_REFUSED = 0 -- over the limit: not counted
+local WL_ALLOWED = 1 -- under the limit: counted
+-- luacontract end
 local WL_SLOTS, WL_HEAD, WL_SLOT = 61, 22, 7
 local WL_LEN = WL_HEAD + WL_SLOT * WL_SLOTS
 -- The length of the previous layout (4-byte counts only): its total is read
@@ -54,8 +62,8 @@ end
 -- function call costs about as much as fifteen arithmetic operations and
 -- every string made about as much as sixty, and helpers returning a
 -- number's bytes made these two 23,000 of an admission's 158,000
--- instructions (15,000 now; callgrind: deploy/bench/PROFILES.md, section
--- 2026-11-28 20:25-21:08 UTC).
+-- instructions (15,000 now; callgrind's count of a redis-server running
+-- the script; Redis's own time per call: BenchmarkAllow's redis-us/call).
 local function wl_rec(n, off)
   local n4 = n % 256
   n = (n - n4) / 256
@@ -169,12 +177,12 @@ local function window_limit(key, limit, window_ms, now_ms)
     -- The window's reset: when the oldest counted bucket leaves (its
     -- newest admission is this request's when it is the current bucket).
     if tail == k then toff = now_ms - k * b end
-    return 1, total, tail * b + toff + window_ms - now_ms
+    return WL_ALLOWED, total, tail * b + toff + window_ms - now_ms
   end
   if fresh and total > 0 then
     redis.call('SET', key, wl_header(now_ms, tail, total, b) .. string.sub(s, WL_HEAD + 1), 'PX', window_ms)
   end
-  if limit <= 0 then return 0, total, window_ms end
+  if limit <= 0 then return WL_REFUSED, total, window_ms end
   -- Admitted again once the bucket holding the limit-th newest counted
   -- request has left: window_ms after its newest admission.
   local rem, j = total, tail
@@ -184,5 +192,5 @@ local function window_limit(key, limit, window_ms, now_ms)
     j = j + 1
     n, off = wl_slot(s, j)
   end
-  return 0, total, j * b + off + window_ms - now_ms
+  return WL_REFUSED, total, j * b + off + window_ms - now_ms
 end

@@ -174,7 +174,8 @@ func retryMoving(ctx context.Context, window, stall time.Duration, try func(cont
 	// The window's end travels as the mark's value, not as a deadline of
 	// its own: the budget hook sets one deadline per try from both (a
 	// context.WithTimeout per script here too was 3% of an introspection's
-	// server CPU in a profile of 2026-11-26, deploy/bench/PROFILES.md).
+	// server CPU in its CPU profile under load: go run ./deploy/bench
+	// --scenarios introspect --profiles DIR).
 	deadline := start.Add(window)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
@@ -236,8 +237,8 @@ const tryAgainFirst = 10 * time.Millisecond
 
 // ProcessPipelineHook gives the budget's deadline to a pipeline of scripts
 // only (EVALSHA, EVAL) whose context has no deadline: that is a batch of
-// go-redis's automatic pipeliner (clients.Store.UseAutoPipeline, README:
-// REDIS_AUTOPIPELINE), which runs the per-request scripts of many requests
+// go-redis's automatic pipeliner (clients.Store.UseAutoPipeline,
+// deploy/docs/configuration.md: REDIS_AUTOPIPELINE), which runs the per-request scripts of many requests
 // on a context of its own, without their deadlines (AutoPipeliner's doc in
 // go-redis v9.23: "a per-command deadline or cancellation is therefore not
 // honored once the command is queued"). Without it, a batch sent to a

@@ -24,9 +24,11 @@ import (
 // a frozen primary held the requests of every shard, TestFreeze/cluster)
 // or keeps one full-duplex pipe per primary, whose writer sends what it
 // finds queued when it wakes: one script per write(2) at the servers'
-// concurrency (deploy/bench/RESULTS.md, 2026-11-30: the servers' writes
-// 1.92-2.04 per request, against 1.12-1.23 here; Redis's CPU per scripted
-// request 9-15 µs higher), and a lost primary's slots stayed unanswered
+// concurrency (the load harness on a Cluster, go run ./deploy/bench
+// --redis-cluster 3 --redis-cluster-replicas 1, counts each run's system
+// calls: the servers' writes were about 2 per request that way against
+// 1.1-1.2 here, and Redis's CPU per scripted request 9-15 µs higher), and
+// a lost primary's slots stayed unanswered
 // until the Cluster client's periodic reload, 8 s and more after its
 // replica took over when few other commands ran (TestAutoPipelinePrimaryLost).
 //

@@ -188,7 +188,8 @@ func timedOut(err error) bool {
 
 // AutoPipelineOptions are the options of the automatic pipeliner of one
 // node that the servers run their per-request scripts through
-// (clients.Store.UseAutoPipeline, README: REDIS_AUTOPIPELINE): the node,
+// (clients.Store.UseAutoPipeline, deploy/docs/configuration.md:
+// REDIS_AUTOPIPELINE): the node,
 // the Sentinel-managed primary, or each primary of a Cluster (PrimaryPipes).
 // They are go-redis's defaults for one caller per command
 // (DefaultBlockingAutoPipelineOptions in v9.23: batches of up to 300
@@ -202,19 +203,17 @@ func timedOut(err error) bool {
 //     answer an HTTP request first. While it waits, Redis and the servers
 //     idle. A batch that fills ends the wait, so smaller batches let Redis
 //     run one while the servers answer the last. Measured with the load
-//     harness (2026-11-28 16:42-16:53 UTC, one node, 1,000 clients, 3 x 8
-//     s, 32 and 300 alternating, two runs each; deploy/bench/RESULTS.md):
-//     GET /api/v1/me/ 21,783 and 20,965 req/s against 19,450 and 19,752
-//     (45-48 µs of server CPU per request against 52), introspection
-//     20,906 and 21,243 against 20,790 and 20,307, token 14,281 and 12,970
-//     against 13,690 and 13,443 (noise). Batches of 16 did no better (/me
-//     69.7% and 71.9% of the harness's ceiling against 79.4% and 75.3% at
-//     300), and a fixed flush delay, which replaces the wait, cost more CPU
-//     than the idle time it freed (1 ns: 103 µs per /me against 63).
-//     On a slower machine (2026-11-28 18:15-18:40 UTC, eight alternations
-//     of 32 and 300 at 1 x 8 s each) neither size did better: the medians
-//     of /me's req/s over the ceiling's in the same run were 58.6% and
-//     55.9%, introspection's 55.2% and 56.9%, the token's 39.1% and 38.5%.
+//     harness's me, introspect and token scenarios (go run ./deploy/bench
+//     --clients 1000 --duration 8s, one node, builds with 32 and with 300
+//     alternating): /me's req/s 6-12% higher with 32 (45-48 µs of server
+//     CPU per request against 52), introspection's and the token's within
+//     the runs' noise. Batches of 16 did no better (/me 70-72% of the
+//     harness's Gin + 1 EVALSHA ceiling against 75-79% at 300), and a fixed
+//     flush delay, which replaces the wait, cost more CPU than the idle
+//     time it freed (1 ns: 103 µs per /me against 63). On a slower machine
+//     neither size did better (/me 58.6% and 55.9% of the ceiling,
+//     introspection 55.2% and 56.9%, the token 39.1% and 38.5%, medians
+//     over eight alternations).
 //   - Up to 64 batches may be in flight at once, in no particular order
 //     (Unordered). With the default of one, every batch waits for the one
 //     before it, and a batch sent to a frozen primary, held for the command

@@ -20,7 +20,8 @@ import (
 // a resourceserver's metrics listener on :0 took the port just given to the
 // next replica); and below ClusterPort's nodes (20000 and up) and their bus
 // ports (30000 and up). It is never a port the Fetch standard blocks
-// (fetchBadPort), which Node.js's fetch refuses to connect to.
+// (fetchBadPort), which Node.js's fetch refuses to connect to, nor one of
+// the suites' named ports (namedPortLow to namedPortHigh).
 func FreePort(t testing.TB) int {
 	t.Helper()
 	p, err := LoopbackPort()
@@ -34,7 +35,7 @@ func FreePort(t testing.TB) int {
 func LoopbackPort() (int, error) {
 	for range 500 {
 		p := freePortLow + rand.IntN(freePortHigh-freePortLow)
-		if p == fetchBadPort {
+		if p == fetchBadPort || (p >= namedPortLow && p < namedPortHigh) {
 			continue
 		}
 		if _, taken := handedOut.LoadOrStore(p, true); taken {
@@ -49,6 +50,13 @@ func LoopbackPort() (int, error) {
 
 // FreePort's range, and the ports it has handed out in this process.
 const freePortLow, freePortHigh = 10000, 20000
+
+// namedPortLow to namedPortHigh are the ports the end-to-end suites that
+// name their own take (deploy/e2e/tokenholes 18100-18199, adminholes
+// 18200-18299, tracing 18300-18399, console 18400-18499), which FreePort
+// never hands out: deploy/e2e/tracing once failed, its token service's
+// 18311 bound by another package's server on a port FreePort had chosen.
+const namedPortLow, namedPortHigh = 18000, 19000
 
 var handedOut sync.Map
 

@@ -68,8 +68,9 @@ func TestStartFreshPortTaken(t *testing.T) {
 	if err != nil || !strings.Contains(info, "cluster_state:") {
 		t.Fatalf("CLUSTER INFO on %s: %q, %v", s.Addr(), info, err)
 	}
-	// The first try ends when redis-server exits, not after 10 s.
-	if elapsed > 5*time.Second {
-		t.Fatalf("starting took %v: the exited node was waited for", elapsed)
-	}
+	// The first try ended when redis-server exited, not after 10 s: a try
+	// that timed out is no errPortTaken, and startFresh would have failed
+	// the test instead of picking a second port. The time it took is the
+	// long suites' check.
+	AtMost(t, "starting with the first port's bus port taken", elapsed, 5*time.Second)
 }

@@ -287,15 +287,23 @@ func (s *Server) Kill() {
 }
 
 // LongEnv is the environment variable that turns on the long suites
-// (failover, soak, load-harness checks, long fuzz): README's second test
-// command sets it, and .ci/run runs both.
+// (failover, soak, load-harness checks, long fuzz): README.md's test
+// paragraph and deploy/docs/testing.md name it, and .ci/run runs both.
 const LongEnv = "LONG_TESTS"
 
 // Long skips the test unless LONG_TESTS=1: it belongs to the long suites,
-// kept out of README's quick test command.
+// kept out of the quick `go test ./...` (deploy/docs/testing.md).
 func Long(t testing.TB) {
 	t.Helper()
 	if os.Getenv(LongEnv) != "1" {
-		t.Skipf("long suite: run with %s=1 (see README)", LongEnv)
+		t.Skipf("long suite: run with %s=1 (see deploy/docs/testing.md)", LongEnv)
 	}
 }
+
+// init silences go-redis's process-wide logger in every test binary that
+// uses this package: the tests stop, kill and freeze Redis processes, and
+// each client of the test's own then printed a "failed to dial" line per
+// attempt to stderr (thousands in a CI run, burying the failures' own
+// output). A server run in process sets its own logger (serverruntime),
+// whose records the tests read.
+func init() { redisconn.SetLogger(nil) }

@@ -6,9 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"strings"
+	"time"
 
 	"github.com/partnerapi/authplatform/pkg/cli"
 	"github.com/partnerapi/authplatform/pkg/clientip"
@@ -24,6 +24,11 @@ type Defaults struct {
 	Issuer      string
 	Audience    string
 }
+
+// MaxShutdownDelay bounds --shutdown-delay: a delay longer than a
+// supervisor's grace period (Kubernetes' default 30 s) would get the
+// process killed in the middle of its drain.
+const MaxShutdownDelay = 30 * time.Second
 
 // Config is the shared part of a serve command's configuration: each field
 // from its flag, else its environment variable, else its default.
@@ -55,6 +60,14 @@ type Config struct {
 	// for go tool pprof and for refreshing the profiles the binaries are
 	// built with (default.pgo). Off by default.
 	Profiling bool
+	// ShutdownDelay: --shutdown-delay, SHUTDOWN_DELAY: on SIGTERM, how long
+	// the process keeps serving with /readyz answering 503 before its
+	// listeners close (serverruntime.Serve), so that a proxy's health
+	// checks take it out of rotation first. 0 (the default): close at once.
+	ShutdownDelay time.Duration
+	// TLS: --tls-cert, --tls-key and (token service) --client-ca: where
+	// TLS ends (tls.go).
+	TLS TLS
 }
 
 // Declare binds the shared flags to c on f, with d's defaults. Finish
@@ -76,6 +89,9 @@ func (c *Config) Declare(f *cli.EnvFlags, d Defaults) {
 		"require a server nonce (DPoP-Nonce) in every DPoP proof, shared by every replica through Redis")
 	f.Bool(&c.Profiling, "pprof", "PPROF", false,
 		"also serve the Go runtime's profiles (/debug/pprof/) on the metrics listener")
+	f.Duration(&c.ShutdownDelay, "shutdown-delay", "SHUTDOWN_DELAY", 0,
+		"on SIGTERM, keep serving this `duration` with /readyz answering 503 before closing the listeners (0: close at once)")
+	c.TLS.declareTLS(f)
 }
 
 // Finish completes c after the flags are parsed: the Redis URL and key
@@ -123,42 +139,30 @@ func (c Config) Problems() []error {
 	if c.MaxConns < 0 {
 		errs = append(errs, errors.New("--max-conns (MAX_CONNS) must not be negative"))
 	}
+	if c.ShutdownDelay < 0 || c.ShutdownDelay > MaxShutdownDelay {
+		errs = append(errs, fmt.Errorf("--shutdown-delay (SHUTDOWN_DELAY) %v: want 0 to %v", c.ShutdownDelay, MaxShutdownDelay))
+	}
+	errs = append(errs, c.TLS.problems()...)
 	return errs
+}
+
+// Check reports every problem of the shared settings (Problems) and of a
+// binary's own (own) at once, as one usage error (exit status 2) headed
+// "invalid configuration:", one problem a line; nil when there is none.
+// Both serve commands report their configuration through it
+// (serverruntime.Open).
+func (c Config) Check(own ...error) error {
+	errs := append(c.Problems(), own...)
+	if len(errs) == 0 {
+		return nil
+	}
+	return cli.AsUsage(fmt.Errorf("invalid configuration:\n%w", errors.Join(errs...)))
 }
 
 // Trust is the parsed TrustedProxies (valid once Problems found none).
 func (c Config) Trust() clientip.Trust {
 	t, _ := clientip.ParseTrust(c.TrustedProxies)
 	return t
-}
-
-// Logger returns the serving process's logger, writing JSON records to w
-// through a logging.BatchWriter (the access log's records share write(2)s
-// under load), and sends go-redis's own lines through it: the one place a
-// serving process sets go-redis's process-wide logger. close writes what
-// is pending.
-func (c Config) Logger(w io.Writer) (logger *slog.Logger, close func(), err error) {
-	logs := logging.NewBatchWriter(w)
-	logger, err = logging.New(logs, c.LogLevel)
-	if err != nil {
-		logs.Close()
-		return nil, nil, cli.AsUsage(err)
-	}
-	redisconn.SetLogger(logger)
-	return logger, func() { logs.Close() }, nil
-}
-
-// Listen binds the API (served with --max-conns) and metrics listeners of
-// c in g, the latter with the profiles when --pprof is on.
-func (c Config) Listen(g *httpserver.Group) error {
-	if _, err := g.Listen(httpserver.API, c.Addr, httpserver.MaxConns(c.MaxConns)); err != nil {
-		return err
-	}
-	if _, err := g.ListenMetrics(c.MetricsAddr, c.Profiling); err != nil {
-		g.Close()
-		return err
-	}
-	return nil
 }
 
 // HealthcheckCommand is both binaries' `healthcheck`: exit 0 when the

@@ -15,5 +15,5 @@
 //
 // While the key set's signing key is withdrawn, Issuer is nil: the token
 // endpoint answers 503 and /readyz fails until a key set with another
-// signing key is loaded (README: Signing keys).
+// signing key is loaded (deploy/docs/signing-keys.md).
 package signingkeys

@@ -47,7 +47,8 @@ func etagOf(body []byte) string {
 	return `"` + base64.RawURLEncoding.EncodeToString(sum[:16]) + `"`
 }
 
-// docSet is every documentation answer, rendered once at start-up.
+// docSet is every documentation answer with its entity tag, built once at
+// start-up from the embedded documents (rendered at build time: apidocs).
 type docSet struct {
 	openAPI  document
 	llms     document
@@ -69,8 +70,8 @@ func newDocSet(d *apidocs.Docs) docSet {
 	return ds
 }
 
-// openAPI serves the OpenAPI document: format absent or "json" (the
-// README's GET /api/v1/schema/?format=json), any other value, or a repeated
+// openAPI serves the OpenAPI document: format absent or "json" (the endpoint table
+// of README.md: GET /api/v1/schema/?format=json), any other value, or a repeated
 // one, is 400.
 func (s *server) openAPI(c *gin.Context) {
 	if f, ok := c.Request.URL.Query()["format"]; ok && (len(f) != 1 || f[0] != "json") {

@@ -1,13 +1,10 @@
 package api
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
 	"strconv"
-	"sync"
 
 	"github.com/gin-gonic/gin"
 
@@ -19,7 +16,7 @@ import (
 // problem is a failure the client is told about: the status, the detail it
 // reads and the headers the status calls for. What caused it stays in the
 // error chain it is wrapped in (fmt.Errorf("%w: %w", errInvalidToken, cause)),
-// for the logs only: a client never sees err.Error() of a cause.
+// for the logs only: a client never reads the text of a cause.
 type problem struct {
 	status int
 	detail string
@@ -55,6 +52,16 @@ var (
 	errInvalidToken = &problem{
 		status:    http.StatusUnauthorized,
 		detail:    "invalid, expired or revoked access token",
+		challenge: realm + `, error="invalid_token"`,
+
+		invalidToken: true,
+	}
+	// RFC 8705 section 3: a certificate-bound token over a connection
+	// without its client certificate (or with another): invalid_token,
+	// with words that say what to do.
+	errWrongCertificate = &problem{
+		status:    http.StatusUnauthorized,
+		detail:    "access token is bound to a client certificate: send it over a connection that presents that certificate",
 		challenge: realm + `, error="invalid_token"`,
 
 		invalidToken: true,
@@ -152,61 +159,21 @@ func (s *server) fail(c *gin.Context, err error) {
 	httpserver.WriteDetail(c.Writer, p.status, nil, p.detail)
 }
 
-// jsonContentType is the Content-Type of every JSON answer.
+// jsonContentType is the Content-Type of every JSON answer and document.
 const jsonContentType = "application/json; charset=utf-8"
 
-// writeJSON answers v as JSON, without HTML escaping: a JSON API is not
-// embedded in HTML, and "<ACCESS_TOKEN>" should read as written.
-//
-// Its buffer and encoder are pooled: GET /api/v1/me/ answers every API
-// call, and a new encoder and its buffer's growth cost two allocations and
-// 370 bytes per answer (BenchmarkMe). The body is copied into the
-// connection's buffer by Write before the buffer goes back to the pool.
-func writeJSON(c *gin.Context, status int, v any) {
-	w := jsonWriters.Get().(*jsonWriter)
-	defer w.release()
-	err := w.enc.Encode(v)
-	body := bytes.TrimSuffix(w.buf.Bytes(), []byte("\n"))
-	if err != nil {
-		// Only this package's own plain structs are written: cannot happen.
-		body, status = []byte(`{"detail":"internal error"}`), http.StatusInternalServerError
-	}
-	c.Data(status, jsonContentType, body)
-}
+// answers writes every JSON answer of this server but the {"detail"}
+// errors (httpserver.WriteDetail, fail): without HTML escaping
+// (httpserver.JSONConfig.EscapeHTML says why).
+var answers = httpserver.NewJSONFormat(httpserver.JSONConfig{ContentType: jsonContentType, Internal: `{"detail":"internal error"}`})
 
-// writeJSONText answers the JSON text appendJSON appends to writeJSON's
-// pooled buffer: for a body written by hand (GET /api/v1/me/'s,
+// writeJSON answers v as JSON.
+func writeJSON(c *gin.Context, status int, v any) { answers.Write(c.Writer, status, nil, v) }
+
+// writeJSONText answers the JSON text appendJSON appends to a pooled
+// buffer: for a body written by hand (GET /api/v1/me/'s,
 // clientDescription.appendJSON), byte for byte what writeJSON would write
-// of it. Neither the body's value nor appendJSON is kept, so neither is
-// allocated on the heap.
+// of it (httpserver.JSONFormat.WriteText).
 func writeJSONText(c *gin.Context, status int, appendJSON func(b []byte) []byte) {
-	w := jsonWriters.Get().(*jsonWriter)
-	defer w.release()
-	w.buf.Write(appendJSON(w.buf.AvailableBuffer()))
-	c.Data(status, jsonContentType, w.buf.Bytes())
-}
-
-// jsonWriter is writeJSON's pooled buffer and its encoder.
-type jsonWriter struct {
-	buf bytes.Buffer
-	enc *json.Encoder
-}
-
-// maxPooledJSON bounds the buffers kept in the pool: this package's answers
-// are under 1 KiB; a larger one is left to the collector.
-const maxPooledJSON = 4 << 10
-
-var jsonWriters = sync.Pool{New: func() any {
-	w := new(jsonWriter)
-	w.enc = json.NewEncoder(&w.buf)
-	w.enc.SetEscapeHTML(false)
-	return w
-}}
-
-func (w *jsonWriter) release() {
-	if w.buf.Cap() > maxPooledJSON {
-		return
-	}
-	w.buf.Reset()
-	jsonWriters.Put(w)
+	answers.WriteText(c.Writer, status, nil, appendJSON)
 }

@@ -71,7 +71,8 @@ func (s *server) authenticate(c *gin.Context) {
 // refusal is the problem that answers a refused admission, wrapping its
 // cause for the logs. Every token that is not good, for whatever reason,
 // gets the one invalid_token answer (RFC 6750 section 3.1); an operator
-// client's token is "not for this API" alike (README: Admin API).
+// client's token is "not for this API" alike (deploy/docs/operator-guide.md:
+// Admin API).
 func refusal(out admission.Outcome) error {
 	if out.DPoP {
 		if p := dpopRefusal(out); p != nil && out.Result == admission.Revoked {
@@ -89,6 +90,8 @@ func refusal(out admission.Outcome) error {
 		return fmt.Errorf("%w: %w", errInvalidToken, out.Err)
 	case admission.Revoked:
 		return fmt.Errorf("%w: %w: %w", errInvalidToken, errRevoked, out.Err)
+	case admission.WrongCertificate:
+		return fmt.Errorf("%w: %w", errWrongCertificate, out.Err)
 	case admission.RateLimited:
 		return fmt.Errorf("%w: %w", rateLimited(out.Admission.Decision), out.Err)
 	default: // admission.Unavailable
@@ -137,6 +140,8 @@ func dpopRefusal(out admission.Outcome) *problem {
 	switch out.Result {
 	case admission.MalformedToken, admission.Invalid, admission.Expired, admission.WrongAudience, admission.Revoked:
 		p.detail, p.challenge = errInvalidToken.detail, dpop.Challenge("invalid_token", "")
+	case admission.WrongCertificate:
+		p.detail, p.challenge = errWrongCertificate.detail, dpop.Challenge("invalid_token", "")
 	case admission.InvalidProof, admission.UseNonce:
 		code, desc := dpop.CodeInvalidProof, "invalid DPoP proof"
 		var e *dpop.Error

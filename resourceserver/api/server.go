@@ -11,9 +11,11 @@ import (
 
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
 	"github.com/partnerapi/authplatform/pkg/admission"
+	"github.com/partnerapi/authplatform/pkg/clientcert"
 	"github.com/partnerapi/authplatform/pkg/clientip"
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/httpserver"
+	"github.com/partnerapi/authplatform/pkg/tracing"
 	"github.com/partnerapi/authplatform/resourceserver/apidocs"
 )
 
@@ -39,8 +41,8 @@ type Config struct {
 	// (0: accesstoken.DefaultCacheSize).
 	TokenCacheSize int
 	// PublicBaseURL is the API's public base URL (BASE_URL), which a DPoP
-	// proof's htu names (RFC 9449 section 4.3); empty: derived from each
-	// request through Trust (package admission).
+	// proof's htu names (RFC 9449 section 4.3). Required
+	// (admission.ErrNoPublicBaseURL): never derived from a request.
 	PublicBaseURL string
 }
 
@@ -81,6 +83,10 @@ type Deps struct {
 	Nonces admission.Nonces
 	// Metrics counts answers, refusals and token cache lookups (optional).
 	Metrics Metrics
+	// Tracing, when set, runs every request in a server span (the base
+	// layer's), with a child span for a token's signature check. Nil:
+	// tracing off.
+	Tracing *tracing.Tracing
 }
 
 // server holds what the handlers share. It is immutable after newServer.
@@ -100,6 +106,9 @@ type server struct {
 	// authenticated is the route group behind bearer authentication and the
 	// rate limit; routes.go adds /api/v1 endpoints to it.
 	authenticated *gin.RouterGroup
+	// slashed are the GET paths that end with a slash (routes.go): a
+	// request for one without it is told the path (notFound).
+	slashed map[string]bool
 }
 
 // NewServer returns the resource server's HTTP handler (a *gin.Engine
@@ -154,12 +163,13 @@ func newServer(logger *slog.Logger, cfg Config, deps Deps) (*server, error) {
 	}
 	var err error
 	s.admission, err = admission.New(admission.Config{Clients: admission.Partners, RefuseQueryToken: true, RateNow: cfg.RateNow,
-		PublicBaseURL: cfg.PublicBaseURL, Trust: cfg.Trust, Nonces: deps.Nonces, Now: cfg.Now}, s.tokens, deps.Registry)
+		PublicBaseURL: cfg.PublicBaseURL, Nonces: deps.Nonces, Now: cfg.Now,
+		Certificates: clientcert.Source{Trust: cfg.Trust}}, s.tokens, deps.Registry)
 	if err != nil {
 		return nil, err
 	}
 	s.routes()
 	// No route reads a body: the base layer's default limit is the backstop.
-	s.handler = httpserver.Base{Logger: logger, Trust: cfg.Trust, Observer: deps.Metrics}.Wrap(e)
+	s.handler = httpserver.Base{Logger: logger, Trust: cfg.Trust, Observer: deps.Metrics, Tracing: deps.Tracing}.Wrap(e)
 	return s, nil
 }

@@ -154,7 +154,11 @@ func TestErrorAnswers(t *testing.T) {
 		allow        string
 	}{
 		{"GET", "/nope", 404, "not found", ""},
-		{"GET", "/api/v1/me", 404, "not found", ""}, // no redirect to the slash
+		// No redirect to the slash, but the path to call (issue 59 point
+		// 14), as the token paths say theirs.
+		{"GET", "/api/v1/me", 404, "no endpoint at this path: the path ends with a slash, GET /api/v1/me/", ""},
+		{"GET", "/api/v1/schema", 404, "no endpoint at this path: the path ends with a slash, GET /api/v1/schema/", ""},
+		{"GET", "/api/v1/mex", 404, "not found", ""},
 		{"GET", "/api/v1/", 404, "not found", ""},
 		{"GET", "/docs/", 404, "not found", ""},
 		{"POST", "/api/v1/me/", 405, "method not allowed", "GET, HEAD"},

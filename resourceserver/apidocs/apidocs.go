@@ -2,26 +2,40 @@ package apidocs
 
 import (
 	"bytes"
-	"context"
 	"embed"
-	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
 	"slices"
 	"strings"
 	"sync"
 
-	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/getkin/kin-openapi/routers"
-	"github.com/getkin/kin-openapi/routers/gorillamux"
+	"github.com/partnerapi/authplatform/resourceserver/apidocs/internal/pages"
 )
+
+//go:generate go run ./internal/gen
 
 //go:embed openapi.json
 var openAPIJSON []byte
 
 //go:embed guides/*.md
 var guidesFS embed.FS
+
+// What go generate renders (internal/render; the names are
+// internal/pages's): the API reference, and the llms.txt files with links
+// relative to the host and with links under BaseURLPlaceholder, for a
+// configured base URL.
+var (
+	//go:embed generated/api-reference.md
+	reference []byte
+	//go:embed generated/llms.txt
+	llmsTxt []byte
+	//go:embed generated/llms-full.txt
+	llmsFullTxt []byte
+	//go:embed generated/with-base-url/llms.txt
+	baseURLLLMsTxt []byte
+	//go:embed generated/with-base-url/llms-full.txt
+	baseURLLLMsFullTxt []byte
+)
 
 // PageInfo describes one documentation page.
 type PageInfo struct {
@@ -39,39 +53,17 @@ type page struct {
 	body []byte
 }
 
-// guides lists the hand-written pages in the order of llms.txt. Each Name is
-// the file guides/<Name>.md, whose first line is "# <Title>".
-var guides = []struct{ name, description string }{
-	{"quickstart", "Get a token with curl or the Go SDK (pkg/partnerclient) and call GET /api/v1/me/."},
-	{"authentication", "Client credentials and the secret format, private_key_jwt (key pairs, JWK sets, client assertions, key rotation), the token format (svc_at_ + RFC 9068 JWT), caching and renewal, revoking a token (RFC 7009), retrying on 401, 429 and 5xx, RFC 8414 metadata (no OIDC discovery)."},
-	{"scopes-and-audiences", "The four scopes, the partner audiences, and the rules that decide which scopes a token carries."},
-	{"errors", "The OAuth error format of the token endpoint, the detail format of the API, every status code and what to do."},
-	{"rate-limits", "120 API requests and 30 token requests per minute per client, RateLimit-* and Retry-After headers."},
-	{"sandbox", "The sandbox-simulation organisation with demo data only, and moving from sandbox to live."},
-	{"secret-rotation", "Rotating a client secret without downtime (two secrets: add-secret, retire-secret), rotate-secret and revoking a client: which tokens stop working at once."},
-	{"dpop", "Sender-constrained tokens (DPoP, RFC 9449): a key pair of your own, the proof JWT, getting a DPoP-bound token (token_type DPoP), calling the API with Authorization: DPoP and a proof, server nonces, the refusals and the Go SDK's DPoPKey."},
-}
-
-// Name, title and description of the generated reference page.
-const (
-	referenceName        = "api-reference"
-	referenceTitle       = "API reference"
-	referenceDescription = "Every endpoint, parameter, request body, response, header and schema, generated from the OpenAPI document."
-)
-
 // Docs is the loaded documentation. It is immutable and safe for concurrent
 // use.
 type Docs struct {
 	openAPI  []byte
-	doc      *openapi3.T
-	router   routers.Router
 	pages    []page
 	llms     []byte
 	llmsFull []byte
 }
 
-// New loads and validates the embedded OpenAPI document and renders the API
-// reference and the llms.txt files.
+// New loads the embedded documentation: the OpenAPI document, the guides
+// and what go generate rendered from them.
 //
 // baseURL is the public base address of the API, such as
 // "https://api.example.com", used for the links of llms.txt and put in place
@@ -83,20 +75,18 @@ func New(baseURL string) (*Docs, error) {
 	if err != nil {
 		return nil, err
 	}
-	e, err := loadEmbedded()
+	ps, err := loadPages()
 	if err != nil {
 		return nil, err
 	}
 
-	d := &Docs{openAPI: openAPIJSON, doc: e.doc, router: e.router, pages: slices.Clone(e.pages)}
-	d.llms = d.renderLLMsTxt(base)
-	d.llmsFull = d.renderLLMsFullTxt(base)
+	d := &Docs{openAPI: openAPIJSON, pages: slices.Clone(ps), llms: llmsTxt, llmsFull: llmsFullTxt}
 	if base != "" {
-		// Every example names the deployment's own address.
+		// Every example and link names the deployment's own address.
 		ph, b := []byte(BaseURLPlaceholder), []byte(base)
 		d.openAPI = bytes.ReplaceAll(d.openAPI, ph, b)
-		d.llms = bytes.ReplaceAll(d.llms, ph, b)
-		d.llmsFull = bytes.ReplaceAll(d.llmsFull, ph, b)
+		d.llms = bytes.ReplaceAll(baseURLLLMsTxt, ph, b)
+		d.llmsFull = bytes.ReplaceAll(baseURLLLMsFullTxt, ph, b)
 		for i := range d.pages {
 			d.pages[i].body = bytes.ReplaceAll(d.pages[i].body, ph, b)
 		}
@@ -104,65 +94,26 @@ func New(baseURL string) (*Docs, error) {
 	return d, nil
 }
 
-// embedded is what New derives from the embedded files alone, whatever the
-// base URL: the parsed and validated OpenAPI document, its router and the
-// pages with their placeholders. Nothing changes any of them after
-// loadEmbedded, so every Docs shares them.
-type embedded struct {
-	doc    *openapi3.T
-	router routers.Router
-	pages  []page
-}
-
-// loadEmbedded parses, validates and renders the embedded files once per
-// process (about 50 ms, 180 ms under the race detector: a test process
-// builds a resource server, and so a Docs, per test).
-var loadEmbedded = sync.OnceValues(func() (*embedded, error) {
-	ctx := context.Background()
-	loader := openapi3.NewLoader()
-	loader.Context = ctx
-	doc, err := loader.LoadFromData(openAPIJSON)
+// loadPages reads the pages once per process, with their placeholders:
+// nothing changes them after, so every Docs shares them.
+var loadPages = sync.OnceValues(func() ([]page, error) {
+	guides, err := pages.ReadGuides(guidesFS)
 	if err != nil {
-		return nil, fmt.Errorf("apidocs: load openapi.json: %w", err)
+		return nil, fmt.Errorf("apidocs: %w", err)
 	}
-	if err := doc.Validate(ctx); err != nil {
-		return nil, fmt.Errorf("apidocs: validate openapi.json: %w", err)
-	}
-	router, err := gorillamux.NewRouter(doc)
-	if err != nil {
-		return nil, fmt.Errorf("apidocs: route openapi.json: %w", err)
-	}
-	idx, err := indexJSON(openAPIJSON)
-	if err != nil {
-		return nil, fmt.Errorf("apidocs: index openapi.json: %w", err)
-	}
-
-	e := &embedded{doc: doc, router: router}
-	files, err := fs.Glob(guidesFS, "guides/*.md")
-	if err != nil || len(files) != len(guides) {
-		return nil, fmt.Errorf("apidocs: %d files in guides/, %d listed in the guides table", len(files), len(guides))
-	}
+	out := make([]page, 0, len(guides)+1)
 	for _, g := range guides {
-		body, err := guidesFS.ReadFile("guides/" + g.name + ".md")
-		if err != nil {
-			return nil, fmt.Errorf("apidocs: %w", err)
-		}
-		title, err := pageTitle(body)
-		if err != nil {
-			return nil, fmt.Errorf("apidocs: guides/%s.md: %w", g.name, err)
-		}
-		e.pages = append(e.pages, page{PageInfo{g.name, title, g.description}, body})
+		out = append(out, page{PageInfo{g.Name, g.Title, g.Description}, g.Body})
 	}
-	ref := renderReference(doc, idx, referenceTitle)
-	e.pages = append(e.pages, page{PageInfo{referenceName, referenceTitle, referenceDescription}, ref})
-	return e, nil
+	ref := PageInfo{pages.ReferenceName, pages.ReferenceTitle, pages.ReferenceDescription}
+	return append(out, page{ref, reference}), nil
 })
 
 // BaseURLPlaceholder stands for the deployment's public base address in the
 // documents. New replaces it when given a base URL; otherwise the server
 // replaces it per request with the address the request was sent to
 // (ReplaceBaseURL).
-const BaseURLPlaceholder = "{base_url}"
+const BaseURLPlaceholder = pages.BaseURLPlaceholder
 
 // ReplaceBaseURL returns body with every BaseURLPlaceholder replaced by
 // base, which must have passed ValidBaseURL.
@@ -197,17 +148,6 @@ func normalizeBaseURL(s string) (string, error) {
 		return "", fmt.Errorf("apidocs: base URL %q: want an absolute http or https URL without query or fragment", s)
 	}
 	return strings.TrimRight(s, "/"), nil
-}
-
-// pageTitle returns the text of the first line of body, which must be a
-// level-one heading.
-func pageTitle(body []byte) (string, error) {
-	line, _, _ := bytes.Cut(body, []byte("\n"))
-	title, ok := strings.CutPrefix(string(line), "# ")
-	if !ok || strings.TrimSpace(title) == "" {
-		return "", errors.New(`first line is not a "# Title" heading`)
-	}
-	return strings.TrimSpace(title), nil
 }
 
 // OpenAPIJSON returns the OpenAPI document as JSON, byte for byte as written.

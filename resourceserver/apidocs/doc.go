@@ -4,13 +4,15 @@
 // document, and the llms.txt index (https://llmstxt.org/) that links them.
 //
 // The OpenAPI document (openapi.json) and the guides (guides/*.md) are written
-// by hand and embedded in the binary. [New] parses and validates the document
-// once and renders the reference page and the llms.txt files from it, so the
-// reference can never disagree with the schema. The reference's layout is a
-// template (templates/reference.md.tmpl, embedded); reference.go only builds
-// what it shows from the document, in the author's order of keys, including
-// the error catalogue: every error answer the document's examples show, by
-// status, with the operations that answer it. A [Docs] is immutable after
+// by hand. The API reference and the llms.txt files are rendered from them at
+// build time by go generate (internal/render: kin-openapi validates the
+// document, a template lays the reference out) into generated/, so the
+// reference can never disagree with the schema; TestGeneratedFilesAreCurrent
+// fails when generated/ is not what "go generate ./resourceserver/apidocs"
+// makes. Everything is embedded in the binary, and [New] only chooses and
+// fills in bytes: neither kin-openapi nor text/template is linked into the
+// resource server (its TestBinaryLinksNoRendering). The pages and their
+// order are declared once, in internal/pages. A [Docs] is immutable after
 // [New] and safe for concurrent use.
 //
 // The documents say {base_url} (BaseURLPlaceholder) wherever the
@@ -24,5 +26,5 @@
 // The package serves no HTTP itself: the resource server maps its routes to
 // [Docs.OpenAPIJSON], [Docs.LLMsTxt], [Docs.LLMsFullTxt] and [Docs.Page].
 // Tests of both servers check real answers against the document with
-// [Docs.ValidateResponse].
+// package apidocstest.
 package apidocs

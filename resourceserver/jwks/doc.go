@@ -7,7 +7,10 @@
 // kids (package keywithdrawal) it is the server's key authority, what its
 // verifier reads (accesstoken.KeySource). The set may be unreachable when the server starts:
 // New returns anyway, KeySet answers ErrNotLoaded until the first fetch
-// succeeds, and the server reports itself not ready meanwhile.
+// succeeds, and the server reports itself not ready meanwhile; a failed
+// first fetch is tried again within a second, then with a backoff doubling
+// up to 2 s, until a set is loaded (a resource server started with the
+// token service has its keys a moment after the token service answers).
 //
 // A token signed by a key the set does not hold makes the verifier call
 // FetchUnknownKey before it answers: the set is fetched again (one fetch at

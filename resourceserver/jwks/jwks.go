@@ -25,6 +25,16 @@ const (
 	DefaultFetchTimeout       = 10 * time.Second
 )
 
+// The retries of a failed first load (New): the first within a second,
+// then backing off, doubling up to firstLoadMaxRetry, until a set is
+// loaded. The jwk.Cache's own retry after a failure waits
+// MinRefreshInterval (30 s), which left a resource server started with
+// the token service without keys for that long.
+const (
+	firstLoadRetry    = 250 * time.Millisecond
+	firstLoadMaxRetry = 2 * time.Second
+)
+
 // ErrNotLoaded is returned by KeySet until the first fetch has succeeded.
 var ErrNotLoaded = errors.New("jwks: key set not loaded yet")
 
@@ -90,7 +100,10 @@ var _ accesstoken.KeyFetcher = (*Source)(nil)
 // New starts fetching the JWKS at url in the background and returns at
 // once, whether or not the set can be fetched yet: the server starts, its
 // readiness probe reports the missing keys and its API answers 503 until the
-// first fetch succeeds. ctx bounds the background fetching; Close ends it.
+// first fetch succeeds. While no set is loaded, a failed fetch is retried
+// after firstLoadRetry, then twice as long each time up to
+// firstLoadMaxRetry (loadFirst). ctx bounds the background fetching; Close
+// ends it.
 func New(ctx context.Context, url string, opt Options) (*Source, error) {
 	if opt.HTTPClient == nil {
 		opt.HTTPClient = &http.Client{Timeout: DefaultFetchTimeout}
@@ -137,8 +150,39 @@ func New(ctx context.Context, url string, opt Options) (*Source, error) {
 		_ = cache.Shutdown(context.Background())
 		return nil, fmt.Errorf("jwks: %w", err)
 	}
-	return &Source{url: url, cache: cache, res: res, logger: logger, onDemand: opt.OnDemandInterval, maxWait: opt.OnDemandWait,
-		done: make(chan struct{})}, nil
+	s := &Source{url: url, cache: cache, res: res, logger: logger, onDemand: opt.OnDemandInterval, maxWait: opt.OnDemandWait,
+		done: make(chan struct{})}
+	go s.loadFirst(ctx)
+	return s, nil
+}
+
+// loadFirst fetches the set again until one is loaded (see New), the
+// Source is closed or ctx ends. Its fetches are not rate limited: they are
+// few, and the token service is most likely starting with this server.
+func (s *Source) loadFirst(ctx context.Context) {
+	for wait := firstLoadRetry; !s.Ready(); wait = min(2*wait, firstLoadMaxRetry) {
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-s.done:
+			t.Stop()
+			return
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+		if s.Ready() {
+			return
+		}
+		f, _ := s.fetchAfter(time.Now(), false)
+		select {
+		case <-f.done:
+		case <-s.done:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // KeySet returns the last fetched set, or ErrNotLoaded (and asks for a

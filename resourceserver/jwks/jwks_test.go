@@ -421,3 +421,42 @@ func TestSourceFetchUnknownKeyBounded(t *testing.T) {
 type noneWithdrawn struct{ *Source }
 
 func (noneWithdrawn) Withdrawn(string) bool { return false }
+
+// Unreachable at start and nobody asking for the keys: the failed first
+// load is tried again after 250 ms, then after twice as long each time up
+// to 2 s, until a set is loaded, and then no more (issue 59, hole 15: a
+// resource server started with the token service had no keys 8 s later).
+func TestSourceRetriesFirstLoad(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newJWKSServer(t)
+		src := newSource(t, srv, time.Hour)
+		synctest.Wait() // the cache's first fetch has failed
+		start := time.Now()
+		fetchesAt := func(d time.Duration) int32 {
+			time.Sleep(d - time.Since(start))
+			synctest.Wait()
+			return srv.fetches.Load()
+		}
+		// Retries at 250 ms, 750 ms (+500), 1.75 s (+1 s), 3.75 s (+2 s),
+		// 5.75 s (+2 s): five by 5.75 s, none a millisecond before each.
+		for i, at := range []time.Duration{250 * time.Millisecond, 750 * time.Millisecond, 1750 * time.Millisecond, 3750 * time.Millisecond, 5750 * time.Millisecond} {
+			if n := fetchesAt(at - time.Millisecond); n != int32(i+1) {
+				t.Fatalf("%v: %d fetches, want %d", at-time.Millisecond, n, i+1)
+			}
+			if n := fetchesAt(at); n != int32(i+2) {
+				t.Fatalf("%v: %d fetches, want %d", at, n, i+2)
+			}
+		}
+		if src.Ready() {
+			t.Fatal("ready without keys")
+		}
+		srv.serve(t, keySet(t))
+		if n := fetchesAt(7750 * time.Millisecond); n != 7 || !src.Ready() {
+			t.Fatalf("at 7.75 s: %d fetches, ready %v; want 7 and the keys loaded", n, src.Ready())
+		}
+		// Loaded: no more retries.
+		if n := fetchesAt(20 * time.Second); n != 7 {
+			t.Errorf("%d fetches after the keys loaded, want none", n-7)
+		}
+	})
+}

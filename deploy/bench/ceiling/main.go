@@ -141,7 +141,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		defer registry.Close()
 	}
 	verifier := accesstoken.NewCachingVerifier(accesstoken.NewVerifier(accesstoken.StaticKeys{Set: keys.Public()}, *issuerName, *audience, nil), 0, nil)
-	adm, err := admission.New(admission.Config{Clients: admission.Partners, RefuseQueryToken: true}, verifier, registry)
+	adm, err := admission.New(admission.Config{Clients: admission.Partners, RefuseQueryToken: true, PublicBaseURL: *issuerName}, verifier, registry)
 	if err != nil {
 		return err
 	}

@@ -184,7 +184,7 @@ func TestNodeOAuth4WebAPIDPoP(t *testing.T) {
 				"issuer": s.auth, "api": s.api, "dpop": true,
 				"clients": []map[string]any{{"name": "dpop", "client_id": id, "auth": "client_secret_basic", "client_secret": secret}},
 			}, dir, "node", "client.mjs")
-			sc.want(t, "", "discovery", `{"step":"discovery","dpop_signing_alg_values_supported":["ES256","ES384","RS256","PS256","EdDSA"]}`)
+			sc.want(t, "", "discovery", `{"step":"discovery","dpop_signing_alg_values_supported":["ES256","ES384","RS256","PS256","EdDSA","Ed25519"]}`)
 			sc.want(t, "dpop", "dpop_token", `{"client":"dpop","step":"dpop_token","token_type":"dpop","expires_in":3600,"scope":"`+scope+`","nonce_retries":`+c.retries+`}`)
 			sc.want(t, "dpop", "dpop_me", `{"client":"dpop","step":"dpop_me","status":200,"client_id":"`+id+`","nonce":`+c.nonce+`,"nonce_retries":`+c.retries+`}`)
 			sc.want(t, "dpop", "dpop_me_again", `{"client":"dpop","step":"dpop_me_again","status":200,"client_id":"`+id+`","nonce":`+c.nonce+`,"nonce_retries":0}`)

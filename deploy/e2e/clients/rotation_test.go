@@ -52,11 +52,11 @@ func TestSecretRotation(t *testing.T) {
 	if third["secret_id"] != float64(3) || !reflect.DeepEqual(secretIDs(third), []float64{2, 3}) {
 		t.Fatalf("add-secret after retire-secret: %v", third)
 	}
-	_, stderr, err := s.cliStatus("clients", "add-secret", id)
+	_, stderr, err := s.CLIStatus("clients", "add-secret", id)
 	if err == nil || !strings.Contains(stderr, "already holds two secrets: retire one first") {
 		t.Fatalf("a third secret: err %v, stderr %q", err, stderr)
 	}
-	_, stderr, err = s.cliStatus("clients", "retire-secret", id, "1")
+	_, stderr, err = s.CLIStatus("clients", "retire-secret", id, "1")
 	if err == nil || stderr == "" {
 		t.Fatalf("retiring a retired secret: err %v, stderr %q", err, stderr)
 	}

@@ -5,12 +5,10 @@ package clients
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -27,7 +25,6 @@ import (
 
 	"github.com/partnerapi/authplatform/deploy/e2e/e2etest"
 	"github.com/partnerapi/authplatform/pkg/clients/assertiontest"
-	"github.com/partnerapi/authplatform/pkg/redisconn"
 	"github.com/partnerapi/authplatform/pkg/redistest"
 )
 
@@ -45,11 +42,9 @@ func TestMain(m *testing.M) { os.Exit(redistest.RunMain(m)) }
 // stack is the token service and the resource server, each a process of
 // the real binary, and the CLI's environment.
 type stack struct {
-	bin  string   // directory of the binaries
-	dir  string   // HOME of every process; key files
-	env  []string // environment of the servers and the CLI
-	auth string   // the token service's base URL, also its issuer
-	api  string   // the resource server's base URL
+	*e2etest.Servers
+	auth string // the token service's base URL, also its issuer
+	api  string // the resource server's base URL
 	hc   *http.Client
 }
 
@@ -64,66 +59,29 @@ func startStack(t *testing.T) *stack {
 // and the CLI (as DPOP_NONCES=true).
 func startStackWith(t *testing.T, env ...string) *stack {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("-short: this test builds and starts the servers")
-	}
-	rdb, err := redisconn.Open(redistest.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rdb.Close() })
-	if err := redisconn.Ping(context.Background(), rdb, 2*time.Second); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no Redis at %s and CI=true forbids skipping: %v", redistest.URL(), err)
-		}
-		t.Skipf("no Redis at %s: %v", redistest.URL(), err)
-	}
-	s := &stack{bin: e2etest.BuildServers(t), dir: t.TempDir(), hc: &http.Client{Timeout: 10 * time.Second}}
-	s.env = append(e2etest.BaseEnv(s.dir), "REDIS_URL="+redistest.URL(), "REDIS_KEY_PREFIX="+redistest.Prefix(t, rdb), "LOG_LEVEL=info")
-	s.env = append(s.env, env...)
-	keys := filepath.Join(s.dir, "signing.json")
-	s.cli(t, "keys", "generate", "--out", keys)
-	s.cli(t, "orgs", "create", "--slug", org, "--name", orgName, "--environment", "live")
+	s := &stack{Servers: e2etest.PrepareServers(t, env...), hc: &http.Client{Timeout: 10 * time.Second}}
+	keys := filepath.Join(s.Dir, "signing.json")
+	s.CLI(t, "keys", "generate", "--out", keys)
+	s.CLI(t, "orgs", "create", "--slug", org, "--name", orgName, "--environment", "live")
 
 	authAddr := "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
 	apiAddr := "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
 	s.auth, s.api = "http://"+authAddr, "http://"+apiAddr
 	free := func() string { return "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t)) }
-	auth := e2etest.StartProcess(t, "authserver", s.env, filepath.Join(s.bin, "authserver"), "serve",
+	auth := e2etest.StartProcess(t, "authserver", s.Env, filepath.Join(s.Bin, "authserver"), "serve",
 		"--addr", authAddr, "--metrics-addr", free(), "--admin-addr", free(), "--keys", keys, "--issuer", s.auth, "--audience", audience)
 	e2etest.WaitOK(t, s.auth+"/readyz", auth)
-	res := e2etest.StartProcess(t, "resourceserver", s.env, filepath.Join(s.bin, "resourceserver"), "serve",
-		"--addr", apiAddr, "--metrics-addr", free(), "--jwks-url", s.auth+"/.well-known/jwks.json", "--issuer", s.auth, "--audience", audience)
+	res := e2etest.StartProcess(t, "resourceserver", s.Env, filepath.Join(s.Bin, "resourceserver"), "serve",
+		"--addr", apiAddr, "--metrics-addr", free(), "--jwks-url", s.auth+"/.well-known/jwks.json", "--issuer", s.auth, "--audience", audience,
+		"--base-url", s.api)
 	e2etest.WaitOK(t, s.api+"/readyz", res, auth)
 	return s
-}
-
-// cli runs `authserver args...` and returns its stdout, failing the test
-// if it fails.
-func (s *stack) cli(t *testing.T, args ...string) []byte {
-	t.Helper()
-	out, errOut, err := s.cliStatus(args...)
-	if err != nil {
-		t.Fatalf("authserver %s: %v\n%s", strings.Join(args, " "), err, errOut)
-	}
-	return out
-}
-
-// cliStatus runs `authserver args...` and returns its stdout, its stderr
-// and its error.
-func (s *stack) cliStatus(args ...string) ([]byte, string, error) {
-	cmd := exec.Command(filepath.Join(s.bin, "authserver"), args...)
-	cmd.Env = s.env
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	return out, stderr.String(), err
 }
 
 // cliJSON runs `authserver args... --json` and decodes its output.
 func (s *stack) cliJSON(t *testing.T, args ...string) map[string]any {
 	t.Helper()
-	out := s.cli(t, append(args, "--json")...)
+	out := s.CLI(t, append(args, "--json")...)
 	var v map[string]any
 	if err := json.Unmarshal(out, &v); err != nil {
 		t.Fatalf("authserver %s --json: %v\n%s", strings.Join(args, " "), err, out)
@@ -159,7 +117,7 @@ func (s *stack) keyClient(t *testing.T, name string, keys ...partnerKey) string 
 // jwksFile writes the public JWK set of keys to a new file.
 func (s *stack) jwksFile(t *testing.T, keys ...partnerKey) string {
 	t.Helper()
-	f, err := os.CreateTemp(s.dir, "public-*.json")
+	f, err := os.CreateTemp(s.Dir, "public-*.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,26 +202,8 @@ type answer struct {
 
 func (s *stack) do(t *testing.T, method, url, body string, mods ...func(*http.Request)) answer {
 	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	}
-	for _, m := range mods {
-		m(req)
-	}
-	resp, err := s.hc.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return answer{resp.StatusCode, resp.Header, b}
+	a := e2etest.Do(t, s.hc, method, url, body, mods...)
+	return answer{a.Status, a.Header, a.Body}
 }
 
 // token asks for a token with the client authentication in form and mods;

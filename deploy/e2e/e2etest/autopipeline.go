@@ -8,9 +8,9 @@ import (
 )
 
 // AutoPipelineEnv is the variable that sets both servers' automatic
-// pipelining (README: REDIS_AUTOPIPELINE; unset, auto: on). The suites read it from their own
-// environment, so that one command runs them all with it on, off or at the
-// default:
+// pipelining (deploy/docs/configuration.md: REDIS_AUTOPIPELINE; unset,
+// auto: on). The suites read it from their own environment, so that one
+// command runs them all with it on, off or at the default:
 //
 //	LONG_TESTS=1 REDIS_AUTOPIPELINE=false go test -run TestFailover ./deploy/e2e/topology
 //

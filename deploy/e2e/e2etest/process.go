@@ -21,6 +21,12 @@ import (
 	"github.com/partnerapi/authplatform/pkg/logtest"
 )
 
+// BuildTags are the build tags of the shipped binaries (deploy/Dockerfile):
+// grpcnotrace leaves out gRPC's golang.org/x/net/trace pages (gRPC comes
+// with the OTLP exporter), whose html/template would make the linker keep
+// every exported method (resourceserver's TestBinaryLinksNoRendering).
+const BuildTags = "grpcnotrace"
+
 // StartTimeout bounds the wait for a process to be ready.
 const StartTimeout = 30 * time.Second
 
@@ -113,7 +119,7 @@ func buildServers(repo string) (string, error) {
 		return "", err
 	}
 	defer unlock()
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", dir+string(filepath.Separator), "./authserver", "./resourceserver")
+	cmd := exec.Command("go", "build", "-tags", BuildTags, "-trimpath", "-ldflags=-s -w", "-o", dir+string(filepath.Separator), "./authserver", "./resourceserver")
 	cmd.Dir = repo
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -211,6 +217,24 @@ func (p *Process) Kill() {
 	})
 }
 
+// Stop sends SIGTERM to the process (a graceful shutdown: it stops
+// accepting and lets in-flight requests finish) and waits up to within for
+// it to exit, failing the test if it does not or exits with an error.
+func (p *Process) Stop(t testing.TB, within time.Duration) {
+	t.Helper()
+	if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatalf("SIGTERM %s: %v", p.Name, err)
+	}
+	select {
+	case <-p.exited:
+	case <-time.After(within):
+		t.Fatalf("%s still running %v after SIGTERM", p.Name, within)
+	}
+	if !p.Cmd.ProcessState.Success() {
+		t.Fatalf("%s exited after SIGTERM with %v:\n%s", p.Name, p.Cmd.ProcessState, p.Tail(4<<10))
+	}
+}
+
 // Tail is the last n bytes of the output.
 func (p *Process) Tail(n int) string {
 	s := p.Out.String()
@@ -239,7 +263,13 @@ func (p *Process) AccessRecord(id string) (map[string]any, bool) {
 // StartTimeout or as soon as one of procs has exited.
 func WaitOK(t testing.TB, url string, procs ...*Process) {
 	t.Helper()
-	client := &http.Client{Timeout: time.Second}
+	WaitOKWith(t, &http.Client{Timeout: time.Second}, url, procs...)
+}
+
+// WaitOKWith is WaitOK over client (an https URL's, with the roots that
+// verify the server).
+func WaitOKWith(t testing.TB, client *http.Client, url string, procs ...*Process) {
+	t.Helper()
 	deadline := time.Now().Add(StartTimeout)
 	var last string
 	for {

@@ -2,8 +2,11 @@ package e2etest
 
 import (
 	"encoding/base64"
+	"io"
 	"net/http"
 	"net/url"
+	"strings"
+	"testing"
 )
 
 // Header adds a value of a request header (twice: two values).
@@ -37,4 +40,38 @@ func Form(kv ...string) string {
 		b = append(b, url.QueryEscape(kv[i+1])...)
 	}
 	return string(b)
+}
+
+// Answer is what a server answered: its status, headers and body.
+type Answer struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// Do sends method url over hc, with body as form fields when it is not
+// empty, each of mods applied to the request, and returns the answer; a
+// request that gets no answer fails t.
+func Do(t testing.TB, hc *http.Client, method, url, body string, mods ...func(*http.Request)) Answer {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	for _, m := range mods {
+		m(req)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: reading the answer: %v", method, url, err)
+	}
+	return Answer{resp.StatusCode, resp.Header, b}
 }

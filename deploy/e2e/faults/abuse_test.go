@@ -26,26 +26,27 @@ import (
 const blockedBody = `{"error":"slow_down","error_description":"Too many failed client authentications from this address; retry after the number of seconds in Retry-After"}`
 
 // TestFailedAuthFlood (point 8): a flood of invalid_client for one client
-// from one address is cut off at the documented limit (README: 60 failed
-// client authentications per address and client per minute). After the
-// 60th failure the address gets 429 slow_down with Retry-After for that
-// client, without its credentials being checked, even when they are right,
-// on both endpoints and however it dresses up X-Forwarded-For; other
-// addresses are served; when the window frees, the address is served
-// again. A concurrent flood is cut off exactly at the limit: the budget is
-// reserved in the same Redis script that checks the secret.
+// from one address is cut off at the documented limit
+// (deploy/docs/abuse-limits.md: 60 failed client authentications per
+// address and client per minute). After the 60th failure the address gets
+// 429 slow_down with Retry-After for that client, without its credentials
+// being checked, even when they are right, on both endpoints and however
+// it dresses up X-Forwarded-For; other addresses are served; when the
+// window frees, the address is served again. A concurrent flood is cut
+// off exactly at the limit: the budget is reserved in the same Redis
+// script that checks the secret.
 func TestFailedAuthFlood(t *testing.T) {
 	t.Parallel()
 	const limit = 60
 	if tokenserver.DefaultFailuresPerMinute != limit {
-		t.Fatalf("DefaultFailuresPerMinute = %d; README documents %d", tokenserver.DefaultFailuresPerMinute, limit)
+		t.Fatalf("DefaultFailuresPerMinute = %d; deploy/docs/abuse-limits.md documents %d", tokenserver.DefaultFailuresPerMinute, limit)
 	}
-	readme, err := os.ReadFile("../../../README.md")
+	page, err := os.ReadFile("../../docs/abuse-limits.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(readme), "60 failed client authentications per address and client per minute") {
-		t.Errorf("README no longer documents the per-address and per-client limit of %d", limit)
+	if !strings.Contains(string(page), "60 failed client authentications per address and client per minute") {
+		t.Errorf("deploy/docs/abuse-limits.md no longer documents the per-address and per-client limit of %d", limit)
 	}
 
 	s := newStack(t) // the default limit

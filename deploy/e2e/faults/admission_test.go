@@ -63,7 +63,7 @@ func newSurfacesWith(t *testing.T, rdb redis.UniversalClient, prefix string, reg
 	t.Helper()
 	rateNow := func() time.Time { return now().Truncate(time.Minute) }
 	verifier := accesstoken.NewCachingVerifier(accesstoken.NewVerifier(keys, issuer, audience, now), 0, nil)
-	admin, err := adminapi.NewServer(slog.New(slog.DiscardHandler), adminapi.Config{KeyPrefix: prefix, RateNow: rateNow},
+	admin, err := adminapi.NewServer(slog.New(slog.DiscardHandler), adminapi.Config{KeyPrefix: prefix, RateNow: rateNow, PublicBaseURL: "http://example.com"},
 		adminapi.Deps{Ops: &operations.Service{Registry: registry, Withdrawals: keywithdrawal.NewStore(rdb, prefix)}, Tokens: verifier, Admit: registry, Keys: keys.Authority, Redis: rdb, Nonces: nonces})
 	if err != nil {
 		t.Fatal(err)
@@ -72,7 +72,7 @@ func newSurfacesWith(t *testing.T, rdb redis.UniversalClient, prefix string, reg
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := api.NewServer(slog.New(slog.DiscardHandler), api.Config{Issuer: issuer, Audience: audience, Now: now, RateNow: rateNow},
+	res, err := api.NewServer(slog.New(slog.DiscardHandler), api.Config{Issuer: issuer, Audience: audience, Now: now, RateNow: rateNow, PublicBaseURL: "http://example.com"},
 		api.Deps{Registry: registry, Keys: keys, Docs: docs, Ready: func(context.Context) error { return nil }, Nonces: nonces})
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +125,7 @@ func answerOf(t *testing.T, rec *httptest.ResponseRecorder, realm string) surfac
 // on purpose (noted in the table): a client of the other kind is 403
 // insufficient_scope on the admin API (a valid token without the operator
 // standing) and 401 invalid_token on the partner API (operator tokens are
-// not for it, README: Admin API); a 429's Retry-After is the limiter's
+// not for it, deploy/docs/operator-guide.md: Admin API); a 429's Retry-After is the limiter's
 // wait on the admin API and the 60 of the partner guides
 // (resourceserver/apidocs/guides/rate-limits.md, Limits) on the partner API.
 func TestAdmissionAcrossSurfaces(t *testing.T) {

@@ -35,7 +35,7 @@ type dpopAnswer struct {
 }
 
 // algs is the algs of every DPoP challenge (RFC 9449 section 7.1).
-const algs = `algs="ES256 ES384 RS256 PS256 EdDSA"`
+const algs = `algs="ES256 ES384 RS256 PS256 EdDSA Ed25519"`
 
 // dpopChallenge is a DPoP challenge's expected value.
 func dpopChallenge(code, description string) string {

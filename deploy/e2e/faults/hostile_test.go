@@ -380,13 +380,16 @@ func (tb *table) rows() []row {
 		{"optional value null (absent)", `{"grant_type":"client_credentials","scope":null}`, tb.tokenOK(tb.hosp, all)},
 		{"unknown members of every type", `{"grant_type":"client_credentials","request_id":42,"a":{"b":[true,null]},"c":[],"d":false,"e":null}`, tb.tokenOK(tb.hosp, all)},
 		{"duplicate unknown member", `{"grant_type":"client_credentials","a":1,"a":2}`, repeated("a")},
-		{"value number", `{"grant_type":1}`, notString("grant_type")},
-		{"value true", `{"grant_type":true}`, notString("grant_type")},
-		{"value array", `{"grant_type":["client_credentials"]}`, notString("grant_type")},
-		{"value object", `{"grant_type":{"a":"b"}}`, notString("grant_type")},
+		// A grant_type that is not a string is not client_credentials
+		// (issue 59, hole 13); other members must be strings.
+		{"value number", `{"grant_type":1}`, errGrantType},
+		{"value true", `{"grant_type":true}`, errGrantType},
+		{"value array", `{"grant_type":["client_credentials"]}`, errGrantType},
+		{"value object", `{"grant_type":{"a":"b"}}`, errGrantType},
 		{"deeply nested unknown value", `{"grant_type":"client_credentials","x":` + strings.Repeat(`{"a":`, 5000) + `1` + strings.Repeat(`}`, 5000) + `}`, tb.tokenOK(tb.hosp, all)},
 		{"deeply nested known value", `{"scope":` + strings.Repeat(`{"a":`, 5000) + `1` + strings.Repeat(`}`, 5000) + `}`, notString("scope")},
-		{"number overflow", `{"grant_type":1e999}`, errNotObject},
+		{"number overflow", `{"grant_type":1e999}`, errGrantType},
+		{"number overflow in scope", `{"grant_type":"client_credentials","scope":1e999}`, errNotObject},
 		{"duplicate grant_type", `{"grant_type":"client_credentials","grant_type":"client_credentials"}`, repeated("grant_type")},
 		{"duplicate scope", `{"grant_type":"client_credentials","scope":"a","scope":"b"}`, repeated("scope")},
 		{"duplicate by escape", `{"grant_type":"client_credentials","grant\u005ftype":"client_credentials"}`, repeated("grant_type")},
@@ -632,7 +635,10 @@ func (tb *table) rows() []row {
 	} {
 		add("POST "+p, tb.req(http.MethodPost, p, formType, text(grant), hosp), tokenNotFound)
 	}
-	for _, p := range []string{"/api/v1/me", "/api/v1/me/x", "/api/v1/ME/", "/api/v1//me/", "/api/v2/me/", "/api/v1/me/%00", "/api/v1/me/..%2f"} {
+	// Only the slash missing: the path to call (issue 59 point 14).
+	add("GET /api/v1/me", tb.req(http.MethodGet, "/api/v1/me", "", nil, bearer(tb.hospToken)),
+		detail(http.StatusNotFound, "no endpoint at this path: the path ends with a slash, GET /api/v1/me/", nil))
+	for _, p := range []string{"/api/v1/me/x", "/api/v1/ME/", "/api/v1//me/", "/api/v2/me/", "/api/v1/me/%00", "/api/v1/me/..%2f"} {
 		add("GET "+p, tb.req(http.MethodGet, p, "", nil, bearer(tb.hospToken)), notFound)
 	}
 

@@ -44,6 +44,9 @@ type Config struct {
 	AuthLogger, APILogger *slog.Logger
 	// DocsBase is the base URL the documentation names ("": relative).
 	DocsBase string
+	// APIBaseURL is the resource server's public base URL (BASE_URL), the
+	// base of its DPoP proofs' htu ("": Issuer, as behind one edge).
+	APIBaseURL string
 }
 
 // Servers are the token service and the resource server of one test.
@@ -118,8 +121,11 @@ func NewServers(t testing.TB, cfg Config) *Servers {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if cfg.APIBaseURL == "" {
+		cfg.APIBaseURL = cfg.Issuer
+	}
 	s.API, err = api.NewServer(cfg.APILogger, api.Config{
-		Issuer: cfg.Issuer, Audience: cfg.Audience, Trust: cfg.Trust, Now: cfg.Now, RateNow: cfg.RateNow,
+		Issuer: cfg.Issuer, Audience: cfg.Audience, Trust: cfg.Trust, Now: cfg.Now, RateNow: cfg.RateNow, PublicBaseURL: cfg.APIBaseURL,
 	}, api.Deps{
 		Registry: apiStore,
 		Keys:     accesstoken.StaticKeys{Set: s.Keys.Public()},

@@ -24,6 +24,7 @@ import (
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
 	"github.com/partnerapi/authplatform/pkg/clients"
 	"github.com/partnerapi/authplatform/pkg/redisconn"
+	"github.com/partnerapi/authplatform/pkg/testwait"
 )
 
 const (
@@ -237,14 +238,9 @@ func (s *stack) get(url string) int {
 // waitReady polls both servers' /readyz every 20 ms until both answer 200.
 func (s *stack) waitReady(t *testing.T, within time.Duration) time.Duration {
 	t.Helper()
-	start := time.Now()
-	for s.get(s.auth.URL+"/readyz") != http.StatusOK || s.get(s.api.URL+"/readyz") != http.StatusOK {
-		if time.Since(start) > within {
-			t.Fatalf("the servers were not ready within %v", within)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return time.Since(start)
+	return testwait.Eventually(t, within, "both servers ready", func() bool {
+		return s.get(s.auth.URL+"/readyz") == http.StatusOK && s.get(s.api.URL+"/readyz") == http.StatusOK
+	})
 }
 
 // accessToken returns the access token of a 200 token answer, or "".
@@ -385,19 +381,22 @@ func (h *logCounter) counts() map[string]int {
 // test with every goroutine's stack.
 func settleGoroutines(t *testing.T, baseline, slack int, within time.Duration) int {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		n := runtime.NumGoroutine()
-		if n <= baseline+slack {
-			return n
+	n := 0
+	testwait.Until(t, within, fmt.Sprintf("at most %d goroutines after closing everything (%d before the servers started, slack %d)", baseline+slack, baseline, slack), func() error {
+		if n = runtime.NumGoroutine(); n <= baseline+slack {
+			return nil
 		}
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			buf = buf[:runtime.Stack(buf, true)]
-			t.Errorf("goroutine leak: %d goroutines %v after closing everything, %d before the servers started (slack %d):\n%s",
-				n, within, baseline, slack, buf)
-			return n
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return goroutineLeak(n)
+	})
+	return n
+}
+
+// goroutineLeak is settleGoroutines' last sighting: its text, read only
+// when the wait fails, holds every goroutine's stack.
+type goroutineLeak int
+
+func (n goroutineLeak) Error() string {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	return fmt.Sprintf("goroutine leak: %d goroutines:\n%s", int(n), buf)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/partnerapi/authplatform/pkg/accesstoken"
 	"github.com/partnerapi/authplatform/pkg/clients"
+	"github.com/partnerapi/authplatform/pkg/redistest"
 )
 
 // failFast bounds how long a request may wait for a Redis that does not
@@ -26,7 +27,9 @@ const failFast = 3500 * time.Millisecond
 // TestRedisUnreachable points both servers at a Redis host that drops
 // packets, as across a network partition, where a killed Redis would refuse
 // connections at once: every dial hangs until its timeout. Both servers must
-// still answer their documented 503 quickly, never hold a request for long.
+// still answer their documented 503 quickly, never hold a request for long:
+// the quick suite checks the documented 503 and that no request hung, the
+// long suites how soon (failFast).
 func TestRedisUnreachable(t *testing.T) {
 	t.Parallel() // after TestRedisOutage, which counts the process's goroutines alone
 	addr := blackhole(t)
@@ -59,9 +62,7 @@ func TestRedisUnreachable(t *testing.T) {
 		}
 		took := r.recv.Sub(r.sent)
 		slowest = max(slowest, took)
-		if took > failFast {
-			t.Errorf("%v: answered after %v, want within %v", r, took.Round(time.Millisecond), failFast)
-		}
+		redistest.AtMost(t, r.String(), took, failFast)
 	}
 	start := time.Now()
 	for _, url := range []string{s.auth.URL + "/readyz", s.api.URL + "/readyz"} {

@@ -58,7 +58,7 @@ func TestDPoPJourney(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const algs = `algs="ES256 ES384 RS256 PS256 EdDSA"`
+	const algs = `algs="ES256 ES384 RS256 PS256 EdDSA Ed25519"`
 	for _, c := range []struct {
 		name, scheme string
 		proof        bool

@@ -124,7 +124,7 @@ func TestDPoPSDKProofsVerify(t *testing.T) {
 	for _, tc := range []struct {
 		alg string
 		key crypto.Signer
-	}{{"ES256", p256}, {"ES384", p384}, {"RS256", rsaKey}, {"PS256", rsaKey}, {"EdDSA", edKey}} {
+	}{{"ES256", p256}, {"ES384", p384}, {"RS256", rsaKey}, {"PS256", rsaKey}, {"EdDSA", edKey}, {"Ed25519", edKey}} {
 		t.Run(tc.alg, func(t *testing.T) {
 			v := newDPoPVerifier(t)
 			c, err := partnerclient.New(partnerclient.Config{BaseURL: v.srv.URL, ClientID: "svc_client", ClientSecret: "svc_cs_x",

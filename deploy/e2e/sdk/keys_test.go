@@ -36,7 +36,7 @@ func newTestKey(t *testing.T, kid, alg string) testKey {
 		priv, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	case partnerclient.RS256:
 		priv, err = rsa.GenerateKey(rand.Reader, 2048)
-	case partnerclient.EdDSA:
+	case partnerclient.EdDSA, partnerclient.Ed25519:
 		_, priv, err = ed25519.GenerateKey(rand.Reader)
 	}
 	if err != nil || priv == nil {
@@ -107,12 +107,12 @@ func (s *stack) meStatus(t *testing.T, token string) int {
 }
 
 // TestPrivateKeyJWT: the SDK authenticates with a registered key of each
-// kind (ES256, EdDSA, RS256), its assertions' "aud" the token endpoint URL
+// kind (ES256, EdDSA and its RFC 9864 name Ed25519, RS256), its assertions' "aud" the token endpoint URL
 // (the SDK's default) or the issuer; a key the server does not know gets
 // a *TokenError invalid_client, not retried.
 func TestPrivateKeyJWT(t *testing.T) {
 	t.Parallel()
-	for _, alg := range []string{partnerclient.ES256, partnerclient.EdDSA, partnerclient.RS256} {
+	for _, alg := range []string{partnerclient.ES256, partnerclient.EdDSA, partnerclient.Ed25519, partnerclient.RS256} {
 		for _, aud := range []string{"token URL", "issuer"} {
 			t.Run(alg+" aud "+aud, func(t *testing.T) {
 				t.Parallel()

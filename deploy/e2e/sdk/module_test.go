@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/partnerapi/authplatform/pkg/redistest"
 )
 
 // sdkModule is the SDK's own module, nested in this repository: `go test
@@ -30,6 +32,7 @@ var sdkAllowed = []string{"golang.org/x/oauth2", "golang.org/x/sync"}
 // versions that declare go <= 1.22 too, and that its packages and tests
 // import nothing else besides the standard library.
 func TestSDKModule(t *testing.T) {
+	redistest.Long(t)                 // the quick suite's budget (deploy/docs/testing.md, "The long suites")
 	goBin, err := exec.LookPath("go") // go test puts its own GOROOT/bin first in PATH
 	if err != nil {
 		t.Fatalf("the go command is needed to check the SDK module: %v", err)

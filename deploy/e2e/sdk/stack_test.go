@@ -107,6 +107,7 @@ func newStack(t testing.TB, opts ...stackOption) *stack {
 	servers := inprocess.NewServers(t, inprocess.Config{
 		Issuer: s.issuer, Audience: audience, AuthRedis: s.rdb, KeyPrefix: prefix, Trust: cfg.trust,
 		Now: s.serverNow.Now, RateNow: s.rate.Now, AuthLogger: logger, APILogger: logger,
+		APIBaseURL: "http://" + hs.Listener.Addr().String(),
 	})
 	s.store = servers.Store
 	auth, res := servers.Auth, servers.API

@@ -26,7 +26,8 @@ import (
 // the resource server at once. Every answer is checked against the admin
 // OpenAPI document.
 func TestAdminAPI(t *testing.T) {
-	t.Parallel() // beside the other quick tests; the long ones run alone first
+	redistest.Long(t) // the quick suite's budget (deploy/docs/testing.md, "The long suites")
+	t.Parallel()      // beside the other quick tests; the long ones run alone first
 	requireCommand(t, "caddy")
 	t.Run("node", func(t *testing.T) { adminJourney(t, startTopology(t, 1, 1)) })
 	for _, rt := range redistest.Topologies(t) {

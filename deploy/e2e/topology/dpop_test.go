@@ -63,7 +63,7 @@ func dpopJourney(t *testing.T, top *topology) {
 		wantOwner("every replica")
 	}
 
-	const algs = `algs="ES256 ES384 RS256 PS256 EdDSA"`
+	const algs = `algs="ES256 ES384 RS256 PS256 EdDSA Ed25519"`
 	refused := func(what string, a answer, challenge, detail string) {
 		t.Helper()
 		if a.status != http.StatusUnauthorized || a.header.Get("WWW-Authenticate") != challenge || string(a.body) != detail {

@@ -42,18 +42,27 @@ func TestNoNeighbourLockout(t *testing.T) {
 		mu          sync.Mutex
 		wg          sync.WaitGroup
 	)
+	// Paced by tickers: the scenario is a rate (20 a second, one each 500
+	// ms) over a span of time, not a condition.
 	stop := time.Now().Add(length)
-	wg.Go(func() {
+	every := func(d time.Duration, do func()) {
+		tick := time.NewTicker(d)
+		defer tick.Stop()
 		for time.Now().Before(stop) {
+			do()
+			<-tick.C
+		}
+	}
+	wg.Go(func() {
+		every(50*time.Millisecond, func() {
 			a := top.tokenRequest(t, stale, basicAuth, nil)
 			mu.Lock()
 			staleCounts[a.status]++
 			mu.Unlock()
-			time.Sleep(50 * time.Millisecond)
-		}
+		})
 	})
 	every500ms := func(c credentials, ok, n *atomic.Int64, who string) {
-		for time.Now().Before(stop) {
+		every(500*time.Millisecond, func() {
 			a := top.tokenRequest(t, c, basicAuth, nil)
 			n.Add(1)
 			if a.status == http.StatusOK {
@@ -61,8 +70,7 @@ func TestNoNeighbourLockout(t *testing.T) {
 			} else {
 				t.Errorf("%s's token request: %d %s", who, a.status, a.body)
 			}
-			time.Sleep(500 * time.Millisecond)
-		}
+		})
 	}
 	var siblingOK, siblingN, neighbourOK, neighbourN atomic.Int64
 	wg.Go(func() { every500ms(sibling, &siblingOK, &siblingN, "sibling") })

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/partnerapi/authplatform/pkg/redistest"
+	"github.com/partnerapi/authplatform/pkg/testwait"
 )
 
 // TestMetrics runs a real Prometheus (the Debian prometheus package)
@@ -26,7 +27,8 @@ import (
 // query API that the counters moved by exactly what the journey did. The
 // alert rules of deploy/prometheus/alerts.yml are loaded into it too.
 func TestMetrics(t *testing.T) {
-	t.Parallel() // beside the other quick tests; the long ones run alone first
+	redistest.Long(t) // the quick suite's budget (deploy/docs/testing.md, "The long suites")
+	t.Parallel()      // beside the other quick tests; the long ones run alone first
 	if testing.Short() {
 		t.Skip("-short: this test builds the servers and starts seven processes")
 	}
@@ -270,26 +272,22 @@ func (p *prometheus) value(t *testing.T, q string) float64 {
 // bring the servers' counts in. It fails after 15 seconds.
 func (p *prometheus) waitFor(t *testing.T, q string, want float64) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		got := p.value(t, q)
-		if got == want {
-			return
+	testwait.Until(t, 15*time.Second, fmt.Sprintf("Prometheus: %s = %v", q, want), func() error {
+		if !p.Running() {
+			t.Fatalf("Prometheus stopped while waiting for %s = %v", q, want)
 		}
-		if time.Now().After(deadline) || !p.Running() {
-			t.Errorf("Prometheus: %s = %v, want %v", q, got, want)
-			return
+		if got := p.value(t, q); got != want {
+			return fmt.Errorf("%s = %v", q, got)
 		}
-		time.Sleep(250 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // checkRules checks that every shipped rule loaded and evaluates without
 // error, and that no alert fires on the healthy topology.
 func (p *prometheus) checkRules(t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	testwait.Until(t, 15*time.Second, "alert rules: 6 loaded, healthy and inactive", func() error {
 		resp, err := http.Get(p.base + "/api/v1/rules")
 		if err != nil {
 			t.Fatal(err)
@@ -321,13 +319,9 @@ func (p *prometheus) checkRules(t *testing.T) {
 				}
 			}
 		}
-		if n == 6 && len(problems) == 0 {
-			return
+		if n != 6 || len(problems) != 0 {
+			return fmt.Errorf("%d loaded (want 6); %v", n, problems)
 		}
-		if time.Now().After(deadline) {
-			t.Errorf("alert rules: %d loaded (want 6); %v", n, problems)
-			return
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+		return nil
+	})
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/partnerapi/authplatform/deploy/e2e/e2etest"
 	"github.com/partnerapi/authplatform/pkg/redistest"
+	"github.com/partnerapi/authplatform/pkg/testwait"
 )
 
 // The process kit (deploy/e2e/e2etest) by the names this package's tests use.
@@ -33,18 +34,20 @@ func servedBy(t *testing.T, servers []*server, id string) (*server, map[string]a
 	if id == "" {
 		t.Fatal("the answer carries no X-Request-Id")
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	var (
+		by  *server
+		rec map[string]any
+	)
+	testwait.Eventually(t, 5*time.Second, "a replica logs request "+id, func() bool {
 		for _, s := range servers {
-			if rec, ok := s.AccessRecord(id); ok {
-				return s, rec
+			if r, ok := s.AccessRecord(id); ok {
+				by, rec = s, r
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no replica logged request %s", id)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return false
+	})
+	return by, rec
 }
 
 // server is a replica of the token service or of the resource server.
@@ -53,6 +56,12 @@ type server struct {
 	base    string // http://127.0.0.1:PORT
 	metrics string // host:port of its /metrics listener
 	admin   string // http://127.0.0.1:PORT of its admin API (authserver)
+	// How it was started, for a replacement on the same port
+	// (TestRollingRestart).
+	port int
+	bin  string
+	env  []string
+	args []string
 }
 
 func (s *server) String() string { return fmt.Sprintf("%s (%s)", s.Name, s.base) }

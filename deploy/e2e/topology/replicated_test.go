@@ -24,6 +24,7 @@ import (
 
 	"github.com/partnerapi/authplatform/pkg/redisconn"
 	"github.com/partnerapi/authplatform/pkg/redistest"
+	"github.com/partnerapi/authplatform/pkg/testwait"
 )
 
 // TestReplicatedJourney runs the partner journey (create, token, /me,
@@ -31,7 +32,8 @@ import (
 // with the real binaries on a Redis Cluster (3 primaries, 3 replicas) and
 // on a Sentinel group, every operator change confirmed by a replica.
 func TestReplicatedJourney(t *testing.T) {
-	t.Parallel() // beside the other quick tests; the long ones run alone first
+	redistest.Long(t) // the quick suite's budget (deploy/docs/testing.md, "The long suites")
+	t.Parallel()      // beside the other quick tests; the long ones run alone first
 	requireCommand(t, "caddy")
 	for _, rt := range redistest.Topologies(t) {
 		t.Run(rt.Name(), func(t *testing.T) {
@@ -185,13 +187,9 @@ func resumeReplicas(t *testing.T, rt redistest.Topology, primary *redistest.Serv
 	for _, r := range replicas {
 		r.Signal(syscall.SIGCONT)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for len(rt.ReplicasOf(t, primary)) < len(replicas) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the replicas of %s did not come back", primary.Addr())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testwait.Eventually(t, 30*time.Second, "the replicas of "+primary.Addr()+" come back", func() bool {
+		return len(rt.ReplicasOf(t, primary)) >= len(replicas)
+	})
 }
 
 // cliStatus runs the operator CLI and returns its output and exit status.
@@ -261,6 +259,20 @@ func (l *failoverLoad) add(r failoverRecord) {
 	l.mu.Unlock()
 }
 
+// okSince reports whether kinds kinds of request have each had a 200 for
+// a request sent after since.
+func (l *failoverLoad) okSince(since time.Time, kinds int) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ok := map[string]bool{}
+	for _, r := range l.records {
+		if r.status == http.StatusOK && r.sent.After(since) {
+			ok[r.kind] = true
+		}
+	}
+	return len(ok) >= kinds
+}
+
 func failover(t *testing.T, rt redistest.Topology) {
 	top := startTopologyOn(t, 1, 1, rt.URL(), testPrefix(t, rt.URL()))
 	old := top.createClient(t, "events.subscribe")
@@ -324,32 +336,40 @@ func failover(t *testing.T, rt redistest.Topology) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				tick := time.NewTicker(pause)
+				defer tick.Stop()
 				for {
+					send(kind, newReq())
 					select {
 					case <-stop:
 						return
-					default:
+					case <-tick.C:
 					}
-					send(kind, newReq())
-					time.Sleep(pause)
 				}
 			}()
 		}
 	}
 
-	time.Sleep(time.Second)
+	// Every kind answered before the kill, so each has a baseline.
+	testwait.Eventually(t, 30*time.Second, "every kind of request answered 200 before the kill", func() bool {
+		return load.okSince(time.Time{}, len(requests))
+	})
 	killed := time.Now()
 	primary.Kill()
 	promoted, seen := rt.WaitPromoted(t, replicas, 60*time.Second)
 	// The promotion happened at or before seen; WaitPromoted polls every
 	// 50 ms and asks each node, so it had not yet happened a little earlier.
 	notYet := seen.Add(-300 * time.Millisecond)
-	time.Sleep(4 * time.Second)
+	const recoverWithin = 2 * time.Second
+	// The load runs on until every kind has been answered 200 for a request
+	// sent after the recovery window, so any failure inside it is seen.
+	testwait.Eventually(t, 60*time.Second, "every kind answered 200 after the recovery window", func() bool {
+		return load.okSince(seen.Add(recoverWithin+time.Second), len(requests))
+	})
 	close(stop)
 	wg.Wait()
 	t.Logf("%s: killed primary %s; replica %s promoted %v after the kill", rt.Name(), primary.Addr(), promoted.Addr(), seen.Sub(killed).Round(time.Millisecond))
 
-	const recoverWithin = 2 * time.Second
 	byKind := map[string][]failoverRecord{}
 	for _, r := range load.records {
 		byKind[r.kind] = append(byKind[r.kind], r)

@@ -15,12 +15,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partnerapi/authplatform/pkg/redistest"
 	"github.com/partnerapi/authplatform/resourceserver/jwks"
 )
 
 // TestKeyRotationFirstTokenServed runs the signing-key rotation of
-// deploy/README.md on the real binaries (two token service replicas, two
-// resource servers, Caddy): `keys generate --rotate`, then a restart of the
+// deploy/docs/signing-keys.md on the real binaries (two token service
+// replicas, two resource servers, Caddy): `keys generate --rotate`, then a restart of the
 // token service replicas. The first token of the new key, sent to each
 // resource server directly (each still holding the old key set), gets 200
 // at once: the resource server fetches the key set before answering (issue
@@ -29,7 +30,8 @@ import (
 // answered 401 (none 503), and the JWKS fetches they cause, counted by
 // partnerapi_jwks_fetches_total, stay within the on-demand rate limit.
 func TestKeyRotationFirstTokenServed(t *testing.T) {
-	t.Parallel() // beside the other quick tests; the long ones run alone first
+	redistest.Long(t) // the quick suite's budget (deploy/docs/testing.md, "The long suites")
+	t.Parallel()      // beside the other quick tests; the long ones run alone first
 	if testing.Short() {
 		t.Skip("-short: this test builds the servers and starts seven processes")
 	}
@@ -44,7 +46,7 @@ func TestKeyRotationFirstTokenServed(t *testing.T) {
 		top.wantMe(t, rs.base, old, c.ID) // the old key set, loaded and used
 	}
 
-	// The rotation, as deploy/README.md says: a new signing key, then a
+	// The rotation, as deploy/docs/signing-keys.md says: a new signing key, then a
 	// restart of the token service (each replica on its own port again).
 	top.cli(t, "keys", "generate", "--out", keys, "--rotate")
 	env := append(top.redisEnv(), "TRUSTED_PROXIES="+edgeAddr+"/32", "LOG_LEVEL=info")

@@ -44,9 +44,9 @@ func TestReshardKeyByKey(t *testing.T) {
 		_, _ = load.take()
 		stop := make(chan struct{})
 		done := load.run(stop)
-		time.Sleep(time.Second)
+		load.waitOK(t, time.Time{}, "every request answered 200 before the move")
 		m := rc.MoveSlotKeyByKey(t, slot, to, pause)
-		time.Sleep(2 * time.Second)
+		load.waitOK(t, time.Now().Add(time.Second), "every request answered 200 a second after the move "+m.String())
 		close(stop)
 		<-done
 		recs, skipped := load.take()

@@ -104,6 +104,8 @@ func TestSoak(t *testing.T) {
 	// would.
 	var rotations []time.Duration
 	for next := loadStart.Add(every); next.Add(every / 2).Before(loadStart.Add(length)); next = next.Add(every) {
+		// The rotations are a schedule (one every `every`), not a
+		// condition: the soak is about what a steady operator does.
 		time.Sleep(time.Until(next))
 		began := time.Now()
 		rotated := top.cliCredentials(t, "clients", "rotate-secret", c.ID)

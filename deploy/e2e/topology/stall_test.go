@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/partnerapi/authplatform/pkg/redistest"
+	"github.com/partnerapi/authplatform/pkg/testwait"
 )
 
 // answerWithin is the bound on every answer while Redis stalls (issue 21
@@ -157,6 +158,27 @@ func (l *stallLoad) send(tg *stallTarget, kind string) {
 	l.mu.Lock()
 	l.records = append(l.records, r)
 	l.mu.Unlock()
+}
+
+// okSince reports whether every target and kind has had a 200 for a
+// request sent after since: the condition the suites wait on instead of
+// a fixed span of load.
+func (l *stallLoad) okSince(since time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ok := map[string]bool{}
+	for _, r := range l.records {
+		if r.status == http.StatusOK && r.sent.After(since) {
+			ok[r.group+" "+r.kind] = true
+		}
+	}
+	return len(ok) >= 3*len(l.targets)
+}
+
+// waitOK waits until okSince(since) holds.
+func (l *stallLoad) waitOK(t *testing.T, since time.Time, what string) {
+	t.Helper()
+	testwait.Eventually(t, 60*time.Second, what, func() bool { return l.okSince(since) })
 }
 
 // take returns the records so far, each with the duration its server
@@ -345,13 +367,15 @@ func freezeUnderLoad(t *testing.T, load *stallLoad, primary *redistest.Server, d
 	_, _ = load.take()
 	stop := make(chan struct{})
 	done := load.run(stop)
-	time.Sleep(time.Second)
+	load.waitOK(t, time.Time{}, what+": every request answered 200 before the freeze")
 	frozeAt := time.Now()
 	primary.Freeze()
+	// The freeze's length is this case's input (a stall of d): there is no
+	// condition to wait on, only the time to let pass.
 	time.Sleep(d)
 	primary.Thaw()
 	thawedAt := time.Now()
-	time.Sleep(4 * time.Second)
+	load.waitOK(t, thawedAt.Add(recoverWithin+time.Second), what+": every request answered 200 after the recovery window")
 	close(stop)
 	<-done
 	recs, skipped := load.take()
@@ -419,9 +443,9 @@ func TestReshard(t *testing.T) {
 		_, _ = load.take()
 		stop := make(chan struct{})
 		done := load.run(stop)
-		time.Sleep(time.Second)
+		load.waitOK(t, time.Time{}, "every request answered 200 before the move")
 		m := rc.MoveSlot(t, slot, step.to, step.hold)
-		time.Sleep(2 * time.Second)
+		load.waitOK(t, time.Now().Add(time.Second), "every request answered 200 a second after the move "+m.String())
 		close(stop)
 		<-done
 		recs, skipped := load.take()

@@ -5,8 +5,6 @@ package topology
 import (
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/partnerapi/authplatform/deploy/e2e/e2etest"
 	"github.com/partnerapi/authplatform/pkg/redistest"
+	"github.com/partnerapi/authplatform/pkg/testwait"
 )
 
 const (
@@ -55,6 +54,7 @@ type topology struct {
 	redisURL string
 	prefix   string // REDIS_KEY_PREFIX of every process
 	edge     string // the one base URL: http://127.0.0.1:PORT
+	edgeProc *process
 	auth     []*server
 	resource []*server
 	partner  *http.Client
@@ -66,7 +66,7 @@ type topology struct {
 // both pools.
 func startTopology(t *testing.T, nAuth, nResource int) *topology {
 	t.Helper()
-	// The durability the compose file configures (deploy/README.md).
+	// The durability the compose file configures (deploy/docs/docker-compose.md, "Redis durability").
 	return startTopologyOn(t, nAuth, nResource, redistest.StartServer(t, "--appendonly", "yes", "--appendfsync", "always").URL(), "")
 }
 
@@ -84,7 +84,11 @@ func startTopologyOn(t *testing.T, nAuth, nResource int, redisURL, prefix string
 
 	edgePort := redistest.FreePort(t)
 	top.edge = "http://" + edgeAddr + ":" + strconv.Itoa(edgePort)
-	env := append(top.redisEnv(), "TRUSTED_PROXIES="+edgeAddr+"/32", "LOG_LEVEL=info")
+	// SHUTDOWN_DELAY: a replica stopped with SIGTERM fails /readyz for 5 s
+	// before it closes, more than the edge's health interval (2 s) and
+	// timeout (1 s) together, so the edge stops sending to it first
+	// (TestRollingRestart; the others kill with SIGKILL).
+	env := append(top.redisEnv(), "TRUSTED_PROXIES="+edgeAddr+"/32", "LOG_LEVEL=info", "SHUTDOWN_DELAY=5s")
 
 	for i := range nAuth {
 		top.auth = append(top.auth, top.startServer(t, "auth-"+strconv.Itoa(i+1), env, "authserver",
@@ -98,13 +102,14 @@ func startTopologyOn(t *testing.T, nAuth, nResource int, redisURL, prefix string
 		resourcePorts[i] = redistest.FreePort(t)
 	}
 	edge := top.startEdge(t, edgePort, hostPorts(top.auth), loopbackHostPorts(resourcePorts))
+	top.edgeProc = edge
 	for _, s := range top.auth {
 		waitOK(t, s.base+"/readyz", s.process)
 	}
 	waitOK(t, top.edge+"/.well-known/jwks.json", edge)
 	for i, port := range resourcePorts {
 		top.resource = append(top.resource, top.startServerOn(t, port, "resource-"+strconv.Itoa(i+1), env, "resourceserver",
-			"--jwks-url", top.edge+"/.well-known/jwks.json", "--issuer", top.edge, "--audience", audience))
+			"--jwks-url", top.edge+"/.well-known/jwks.json", "--issuer", top.edge, "--audience", audience, "--base-url", top.edge))
 	}
 	for _, s := range top.resource {
 		waitOK(t, s.base+"/readyz", s.process, edge)
@@ -129,25 +134,19 @@ func waitRoutes(t *testing.T, url string, servers []*server) {
 	t.Helper()
 	client := &http.Client{Timeout: time.Second}
 	seen := map[*server]bool{}
-	deadline := time.Now().Add(e2etest.StartTimeout)
-	for len(seen) < len(servers) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the edge did not route %s to every replica within %v: only to %v", url, e2etest.StartTimeout, seen)
-		}
+	testwait.Eventually(t, e2etest.StartTimeout, "the edge routes "+url+" to every replica", func() bool {
 		resp, err := client.Get(url)
 		if err != nil {
-			time.Sleep(50 * time.Millisecond)
-			continue
+			return false
 		}
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			time.Sleep(50 * time.Millisecond)
-			continue
+		if resp.StatusCode == http.StatusOK {
+			s, _ := servedBy(t, servers, resp.Header.Get("X-Request-Id"))
+			seen[s] = true
 		}
-		s, _ := servedBy(t, servers, resp.Header.Get("X-Request-Id"))
-		seen[s] = true
-	}
+		return len(seen) == len(servers)
+	})
 }
 
 // startServer starts `BIN serve --addr 127.0.0.1:PORT args...` on a free port.
@@ -169,44 +168,14 @@ func (top *topology) startServerOn(t *testing.T, port int, name string, env []st
 		admin = "http://" + admin
 	}
 	p := startProcess(t, name, env, filepath.Join(top.bin, bin), append(flags, args...)...)
-	return &server{process: p, base: "http://" + addr, metrics: metricsAddr, admin: admin}
+	return &server{process: p, base: "http://" + addr, metrics: metricsAddr, admin: admin, port: port, bin: bin, env: env, args: args}
 }
 
 // startEdge runs caddy with deploy/Caddyfile, the file the compose edge
 // uses, its environment switching it to static upstreams on loopback.
 func (top *topology) startEdge(t *testing.T, port int, auth, resource []string) *process {
 	t.Helper()
-	caddyfile := filepath.Join(repoRoot(t), "deploy", "Caddyfile")
-	caddyHome := filepath.Join(top.home, "caddy")
-	if err := os.MkdirAll(caddyHome, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	env := append(baseEnv(caddyHome),
-		"XDG_CONFIG_HOME="+filepath.Join(caddyHome, "config"),
-		"XDG_DATA_HOME="+filepath.Join(caddyHome, "data"),
-		"CADDY_ADMIN=off",
-		"EDGE_BIND="+edgeAddr,
-		"EDGE_PORT="+strconv.Itoa(port),
-		"UPSTREAMS=static",
-		"AUTH_UPSTREAMS="+strings.Join(auth, " "),
-		"RESOURCE_UPSTREAMS="+strings.Join(resource, " "),
-		"CADDY_COMPAT="+caddyCompat(t),
-	)
-	return startProcess(t, "edge", env, "caddy", "run", "--config", caddyfile, "--adapter", "caddyfile")
-}
-
-// caddyCompat is the CADDY_COMPAT of deploy/Caddyfile for the installed
-// caddy: "2.6" for Caddy 2.6 (Debian bookworm's), else "current".
-func caddyCompat(t *testing.T) string {
-	t.Helper()
-	out, err := exec.Command("caddy", "version").Output()
-	if err != nil {
-		t.Fatalf("caddy version: %v", err)
-	}
-	if v := strings.TrimPrefix(strings.TrimSpace(string(out)), "v"); strings.HasPrefix(v, "2.6.") {
-		return "2.6"
-	}
-	return "current"
+	return e2etest.StartEdge(t, e2etest.Edge{Home: top.home, Bind: edgeAddr, Port: port, Auth: auth, Resource: resource})
 }
 
 // hostPorts are the servers' host:port.

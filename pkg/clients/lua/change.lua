@@ -3,43 +3,64 @@
 -- retire_secret.lua, rotate_keys.lua, revoke_client.lua, set_limit.lua, set_dpop.lua;
 -- composed by package luascript, which maps error lines to the files).
 --
--- KEYS (every change script): 1 the client record, 2 its audit list, 3 the
--- nonce of its last change (kept five minutes), 4 its public keys
--- (rotate_keys.lua only; the others pass it unused).
--- ARGV (every change script): 1 at (ms), 2 the audit list's cap, 3 this
--- change's nonce, 4 the actor's audit fields (audit.LineActor), 5 the
--- change's value (a digest, a secret id, a key set, a limit, a flag; '' for none),
--- 6 the limit's field (set_limit.lua only).
---
--- Reply of every change script: {code, generation} (changeReply). The same
--- change run again (its nonce: a retry after a broken connection) answers
--- CHANGED with the generation and changes nothing, so a rotation is never
--- made twice with two secrets.
-local CHANGED, NOT_FOUND, REVOKED, WRONG_METHOD, CONFLICT, NO_SUCH_SECRET = 1, 0, -1, -2, -3, -4
+-- Its KEYS, ARGV, reply and codes, every change script's, are its
+-- contract (the contract "change" in pkg/clients/contracts.go; Go's side:
+-- changeKeys, changeArgs, changeReply, changeCode): the section below is
+-- generated from it, and the change scripts composed after this file use
+-- its names. The same change run again (its nonce: a retry after a broken
+-- connection) answers CHANGED with the generation and changes nothing, so
+-- a rotation is never made twice with two secrets.
+-- luacontract begin: generated from the contract in Go; edit that, then go generate.
+-- (The contract "change" in contracts.go; its Go side is in contracts_gen.go.)
+local k_client = KEYS[1] -- the client record
+local k_audit = KEYS[2] -- its audit list
+local k_nonce = KEYS[3] -- the nonce of its last change (kept five minutes)
+local k_public_keys = KEYS[4] -- its public keys (rotate_keys.lua; unused by the others)
+local a_at = ARGV[1] -- the change's time (ms)
+local a_audit_cap = ARGV[2] -- the audit list's cap
+local a_nonce = ARGV[3] -- this change's nonce
+local a_actor = ARGV[4] -- the actor's audit fields (audit.LineActor)
+local a_value = ARGV[5] -- the change's value: a digest, a secret id, a key set, a limit, a flag ('' for none)
+local a_field = ARGV[6] -- the limit's field (set_limit.lua) (optional: nil when not sent)
+local NOT_FOUND = 0 -- no such client
+local CHANGED = 1 -- changed (or the same change, by its nonce, made before)
+local REVOKED = -1 -- the client is revoked
+local WRONG_METHOD = -2 -- not for the client's authentication method
+local CONFLICT = -3 -- two secrets already, or the only one
+local NO_SUCH_SECRET = -4 -- the client holds no such secret
+-- The reply, always 2 values, is built by reply, whose calls package
+-- luascript inlines (a field not given, or nil, is 0 or ''):
+--   {code, generation}
+local function reply(code, generation) return {code, generation or 0} end -- luacontract:inline
+-- luacontract end
 
 -- change_begin checks that the client exists and is active; it returns the
 -- reply to answer at once (a repeat, or a refusal), else nil, the
--- generation and whether the client authenticates with keys.
+-- generation, whether the client has no secret (it authenticates with
+-- keys or a certificate) and whether it has public keys (private_key_jwt,
+-- self_signed_tls_client_auth: rotate_keys.lua replaces them).
 local function change_begin()
-  if redis.call('EXISTS', KEYS[1]) == 0 then return {NOT_FOUND, 0} end
-  local gen = tonumber(redis.call('HGET', KEYS[1], 'generation'))
-  if redis.call('GET', KEYS[3]) == ARGV[3] then return {CHANGED, gen} end
-  if redis.call('HGET', KEYS[1], 'status') ~= 'active' then return {REVOKED, gen} end
-  return nil, gen, redis.call('HGET', KEYS[1], 'auth_method') == 'private_key_jwt'
+  if redis.call('EXISTS', k_client) == 0 then return reply(NOT_FOUND, 0) end
+  local gen = tonumber(redis.call('HGET', k_client, 'generation'))
+  if redis.call('GET', k_nonce) == a_nonce then return reply(CHANGED, gen) end
+  if redis.call('HGET', k_client, 'status') ~= 'active' then return reply(REVOKED, gen) end
+  local m = redis.call('HGET', k_client, 'auth_method')
+  local secretless = m ~= false and m ~= 'client_secret'
+  return nil, gen, secretless, m == 'private_key_jwt' or m == 'self_signed_tls_client_auth'
 end
 
 -- change_end keeps the nonce and appends the audit line (audit.Record.Line:
 -- at, event, detail, the actor's fields).
 local function change_end(event, detail, gen)
-  redis.call('SET', KEYS[3], ARGV[3], 'PX', 300000)
-  redis.call('RPUSH', KEYS[2], ARGV[1] .. '\t' .. event .. '\t' .. detail .. ARGV[4])
-  redis.call('LTRIM', KEYS[2], -tonumber(ARGV[2]), -1)
-  return {CHANGED, gen}
+  redis.call('SET', k_nonce, a_nonce, 'PX', 300000)
+  redis.call('RPUSH', k_audit, a_at .. '\t' .. event .. '\t' .. detail .. a_actor)
+  redis.call('LTRIM', k_audit, -tonumber(a_audit_cap), -1)
+  return reply(CHANGED, gen)
 end
 
 -- next_secret_id numbers a new secret: secret_seq, or (a record written
 -- before secrets had ids) the one after secret 1.
 local function next_secret_id()
-  local seq = redis.call('HGET', KEYS[1], 'secret_seq') or redis.call('HGET', KEYS[1], 'secret_id') or '1'
+  local seq = redis.call('HGET', k_client, 'secret_seq') or redis.call('HGET', k_client, 'secret_id') or '1'
   return tonumber(seq) + 1
 end

@@ -1,19 +1,20 @@
--- pkg/clients/lua/rotate_keys.lua: replace a private_key_jwt client's
+-- pkg/clients/lua/rotate_keys.lua: replace a private_key_jwt (or
+-- self_signed_tls_client_auth) client's
 -- public keys and raise its generation (Store.RotateKeys). After
--- change.lua, whose KEYS, ARGV and reply it has; KEYS[4] is the client's
--- keys, ARGV[5] the new key set (the JSON of ClientKeySource.blob).
-local done, gen, keyed = change_begin()
+-- change.lua, whose KEYS, ARGV and reply it has; k_public_keys is the client's
+-- keys, a_value the new key set (the JSON of ClientKeySource.blob).
+local done, gen, _, keyed = change_begin()
 if done then return done end
-if not keyed then return {WRONG_METHOD, gen} end
-gen = redis.call('HINCRBY', KEYS[1], 'generation', 1)
-redis.call('HINCRBY', KEYS[1], 'keys_version', 1)
-redis.call('SET', KEYS[4], ARGV[5])
+if not keyed then return reply(WRONG_METHOD, gen) end
+gen = redis.call('HINCRBY', k_client, 'generation', 1)
+redis.call('HINCRBY', k_client, 'keys_version', 1)
+redis.call('SET', k_public_keys, a_value)
 -- The record names the URL of keys fetched from one (Client.JWKSURI).
-local ok, blob = pcall(cjson.decode, ARGV[5])
+local ok, blob = pcall(cjson.decode, a_value)
 if ok and type(blob) == 'table' and type(blob.jwks_uri) == 'string' then
-  redis.call('HSET', KEYS[1], 'jwks_uri', blob.jwks_uri)
+  redis.call('HSET', k_client, 'jwks_uri', blob.jwks_uri)
 else
-  redis.call('HDEL', KEYS[1], 'jwks_uri')
+  redis.call('HDEL', k_client, 'jwks_uri')
 end
-redis.call('HSET', KEYS[1], 'rotated_at', ARGV[1], 'updated_at', ARGV[1])
+redis.call('HSET', k_client, 'rotated_at', a_at, 'updated_at', a_at)
 return change_end('client.rotate_keys', 'generation=' .. gen, gen)

@@ -8,7 +8,8 @@ import (
 
 // Encoded is encoding/json's text of v without HTML escaping
 // (Encoder.SetEscapeHTML(false)), its trailing newline trimmed: what the
-// resourceserver's writeJSON answers.
+// resource server answers and {"detail"} bodies hold (an
+// httpserver.JSONFormat without EscapeHTML).
 func Encoded(t testing.TB, v any) string {
 	t.Helper()
 	var buf bytes.Buffer
@@ -21,7 +22,8 @@ func Encoded(t testing.TB, v any) string {
 }
 
 // Marshaled is json.Marshal's text of v (HTML escaped): what the token
-// service's writeJSON answers.
+// service and the admin API answer (an httpserver.JSONFormat with
+// EscapeHTML).
 func Marshaled(t testing.TB, v any) string {
 	t.Helper()
 	b, err := json.Marshal(v)

@@ -1,0 +1,137 @@
+//go:build unix
+
+package helm
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/partnerapi/authplatform/deploy/e2e/e2etest"
+)
+
+// Where the chart and Helm's tool module are, from the repository root.
+const (
+	chartDir = "deploy/helm/partnerapi"
+	toolDir  = "deploy/helm/tool"
+	// The release every rendering uses, in this namespace.
+	release   = "acme"
+	namespace = "partner"
+)
+
+// helmBin is the pinned Helm binary, found (or built) once per test binary.
+var helmBin struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// helm returns the path of the Helm binary that deploy/helm/tool/go.mod
+// pins, in the user's cache (build-helm.sh puts it there). A missing one
+// is built from the tool module (a few minutes the first time), but not
+// under CI=true, where .ci/run builds it first and its absence is a
+// failure. The binary must say it is the pinned version.
+func helm(t *testing.T) string {
+	t.Helper()
+	helmBin.once.Do(func() { helmBin.path, helmBin.err = findHelm(e2etest.RepoRoot(t)) })
+	if helmBin.err != nil {
+		t.Fatal(helmBin.err)
+	}
+	return helmBin.path
+}
+
+func findHelm(repo string) (string, error) {
+	tool := filepath.Join(repo, toolDir)
+	list := exec.Command("go", "list", "-m", "-f", "{{.Version}}", "helm.sh/helm/v3")
+	list.Dir = tool
+	out, err := list.Output()
+	if err != nil {
+		return "", fmt.Errorf("the pinned Helm version (go list -m in %s): %v", toolDir, err)
+	}
+	version := strings.TrimSpace(string(out))
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(cache, "partnerapi", "helm-"+version, "helm")
+	if _, err := os.Stat(bin); errors.Is(err, os.ErrNotExist) {
+		if os.Getenv("CI") == "true" {
+			return "", fmt.Errorf("%s is missing and CI=true does not build it here: run bash deploy/helm/build-helm.sh first", bin)
+		}
+		build := exec.Command("bash", filepath.Join(repo, "deploy", "helm", "build-helm.sh"))
+		if out, err := build.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("build-helm.sh: %v\n%s", err, out)
+		}
+	}
+	got, err := exec.Command(bin, "version", "--template", "{{.Version}}").Output()
+	if err != nil {
+		return "", fmt.Errorf("%s version: %v", bin, err)
+	}
+	if strings.TrimSpace(string(got)) != version {
+		return "", fmt.Errorf("%s says it is Helm %s, the tool module pins %s: remove it and run build-helm.sh", bin, got, version)
+	}
+	return bin, nil
+}
+
+// runHelm runs helm with args in the repository root and returns its
+// standard output, or its standard error in err.
+func runHelm(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(helm(t), args...)
+	cmd.Dir = e2etest.RepoRoot(t)
+	// Helm's own directories in the test's: nothing read from or written
+	// to the user's Helm configuration.
+	home := t.TempDir()
+	cmd.Env = append(e2etest.BaseEnv(home),
+		"HELM_CACHE_HOME="+filepath.Join(home, "cache"),
+		"HELM_CONFIG_HOME="+filepath.Join(home, "config"),
+		"HELM_DATA_HOME="+filepath.Join(home, "data"),
+	)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("helm %s: %v\n%s%s", strings.Join(args, " "), err, stderr.String(), stdout.String())
+	}
+	return stdout.String(), nil
+}
+
+// valuesFile writes a values file for one case and returns its path.
+func valuesFile(t *testing.T, values string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(path, []byte(values), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// lint runs helm lint --strict over the chart with values.
+func lint(t *testing.T, values string) {
+	t.Helper()
+	if out, err := runHelm(t, "lint", "--strict", chartDir, "--namespace", namespace, "-f", valuesFile(t, values)); err != nil {
+		t.Fatal(err)
+	} else if !strings.Contains(out, "0 chart(s) failed") {
+		t.Fatalf("helm lint --strict:\n%s", out)
+	}
+}
+
+// template renders the chart with values, as an install of release in
+// namespace would (test hooks included), and decodes every object.
+func template(t *testing.T, values string) *rendered {
+	t.Helper()
+	out, err := runHelm(t, "template", release, chartDir, "--namespace", namespace, "-f", valuesFile(t, values))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := decodeAll([]byte(out))
+	if err != nil {
+		t.Fatalf("%v\n--- rendered ---\n%s", err, out)
+	}
+	return r
+}
