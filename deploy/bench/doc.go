@@ -52,6 +52,9 @@
 // resourceserver's URL plus /api/v1/me/, ath of the line's token, iat now)
 // into one file per wrk thread, each thread sending each of its lines
 // once; its runs are capped at 30 s so every proof is sent while fresh.
+// A run in which a thread ran out of proofs (the script counts its sends
+// past its lines) is measured again, at most twice, with proofs for the
+// rate it reached: the harness's shortfall is never reported as refusals.
 // After the run the replay records ({CLIENT}:dpop:*, those of the warm-up
 // deleted before it) are counted and MEMORY USAGE-sampled: the report gives
 // bytes per record and the memory they hold at the measured rate (req/s x

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -145,4 +148,52 @@ func proofClaims(t *testing.T, proof string) (c struct {
 		t.Fatalf("proof claims %q: %v", b, err)
 	}
 	return c
+}
+
+// TestWrkCountsExhaustedProofs runs the real wrk with me-dpop's script on
+// 2 threads, each with 5 proof lines, for a second against a server that
+// answers 200: every send past a thread's 5 lines is a replay the harness
+// caused, and BENCH_RESULT's exhausted counts those (measureWhole
+// then repeats the run). The other scripts report 0.
+func TestWrkCountsExhaustedProofs(t *testing.T) {
+	requireTools(t)
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("DPoP") == "" || !strings.HasPrefix(r.Header.Get("Authorization"), "DPoP ") {
+			w.WriteHeader(http.StatusBadRequest)
+		}
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	scripts, err := writeScripts(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := filepath.Join(dir, "p.dat")
+	for th := range 2 {
+		var lines []string
+		for i := range 5 {
+			lines = append(lines, "token-"+strconv.Itoa(i)+"\tproof-"+strconv.Itoa(th)+"-"+strconv.Itoa(i))
+		}
+		if err := os.WriteFile(base+"."+strconv.Itoa(th), []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := wrkRun{Script: scripts[loadMeDPoP], URL: srv.URL, Data: base, Path: "/api/v1/me/", Threads: 2, Connections: 2, Duration: time.Second}
+	res, _, out, err := run.run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// wrk counts a request when its answer arrives: those in flight when
+	// the run stops (at most one per connection) were sent, not counted.
+	if ex := res.Exhausted - (res.Requests - 10); res.Status != 0 || res.Requests <= 10 || ex < 0 || ex > int64(run.Connections) {
+		t.Errorf("requests %d, status %d, exhausted %d; want requests - 10 plus at most %d in flight:\n%s", res.Requests, res.Status, res.Exhausted, run.Connections, out)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "me.dat"), []byte("token-0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run.Script, run.Data = scripts[loadMe], filepath.Join(dir, "me.dat")
+	if res, _, out, err := run.run(context.Background()); err != nil || res.Exhausted != 0 || res.Requests == 0 {
+		t.Errorf("me: requests %d, exhausted %d, err %v:\n%s", res.Requests, res.Exhausted, err, out)
+	}
 }

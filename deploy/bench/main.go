@@ -204,7 +204,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 					}
 					d = hotData
 				}
-				m, err := st.measure(ctx, sc, size, r, scripts, d)
+				m, err := st.measureWhole(ctx, sc, size, r, scripts, d)
 				if err != nil {
 					return err
 				}

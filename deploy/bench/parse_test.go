@@ -11,13 +11,13 @@ import (
 
 func TestParseWrk(t *testing.T) {
 	out := "Running 2s test @ http://127.0.0.1:1\n  Latency Distribution\n     50%  1.00ms\n" +
-		"BENCH_RESULT requests=1000 duration_us=2000000 status=3 connect=1 read=2 write=0 timeout=4 p50_us=100 p99_us=900 p999_us=1500 max_us=2000\n"
+		"BENCH_RESULT requests=1000 duration_us=2000000 status=3 connect=1 read=2 write=0 timeout=4 p50_us=100 p99_us=900 p999_us=1500 max_us=2000 exhausted=5\n"
 	got, err := parseWrk(out)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := wrkResult{Requests: 1000, Duration: 2 * time.Second, Status: 3, Connect: 1, Read: 2, Timeout: 4,
-		P50: 100 * time.Microsecond, P99: 900 * time.Microsecond, P999: 1500 * time.Microsecond, Max: 2 * time.Millisecond}
+		P50: 100 * time.Microsecond, P99: 900 * time.Microsecond, P999: 1500 * time.Microsecond, Max: 2 * time.Millisecond, Exhausted: 5}
 	if got != want {
 		t.Errorf("parseWrk = %+v, want %+v", got, want)
 	}

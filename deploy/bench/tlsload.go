@@ -150,7 +150,7 @@ func (s *stack) tlsLoad(ctx context.Context, run wrkRun, keepAlive bool) (wrkRes
 	if len(latencies) > 0 {
 		res.Max = latencies[len(latencies)-1]
 	}
-	out := fmt.Sprintf("BENCH_RESULT requests=%d duration_us=%d status=%d connect=%d read=0 write=0 timeout=0 p50_us=%d p99_us=%d p999_us=%d max_us=%d\n",
+	out := fmt.Sprintf("BENCH_RESULT requests=%d duration_us=%d status=%d connect=%d read=0 write=0 timeout=0 p50_us=%d p99_us=%d p999_us=%d max_us=%d exhausted=0\n",
 		res.Requests, res.Duration.Microseconds(), res.Status, res.Connect, res.P50.Microseconds(), res.P99.Microseconds(), res.P999.Microseconds(), res.Max.Microseconds())
 	return res, selfCPU() - cpu0, out, ctx.Err()
 }

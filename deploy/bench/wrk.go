@@ -49,6 +49,10 @@ type wrkResult struct {
 	// Socket errors.
 	Connect, Read, Write, Timeout int64
 	P50, P99, P999, Max           time.Duration
+	// Exhausted counts the sends past the end of a thread's data in a
+	// script whose lines are single use (me-dpop.lua): a shortfall of the
+	// harness's data, never the server's, so the run is repeated.
+	Exhausted int64
 }
 
 // OK is the number of successful answers.
@@ -111,7 +115,7 @@ func parseWrk(out string) (wrkResult, error) {
 			}
 			v[k] = n
 		}
-		for _, k := range []string{"requests", "duration_us", "status", "connect", "read", "write", "timeout", "p50_us", "p99_us", "p999_us", "max_us"} {
+		for _, k := range []string{"requests", "duration_us", "status", "connect", "read", "write", "timeout", "p50_us", "p99_us", "p999_us", "max_us", "exhausted"} {
 			if _, ok := v[k]; !ok {
 				return wrkResult{}, fmt.Errorf("BENCH_RESULT lacks %s", k)
 			}
@@ -121,6 +125,7 @@ func parseWrk(out string) (wrkResult, error) {
 			Requests: v["requests"], Duration: us("duration_us"), Status: v["status"],
 			Connect: v["connect"], Read: v["read"], Write: v["write"], Timeout: v["timeout"],
 			P50: us("p50_us"), P99: us("p99_us"), P999: us("p999_us"), Max: us("max_us"),
+			Exhausted: v["exhausted"],
 		}, nil
 	}
 	return wrkResult{}, fmt.Errorf("no BENCH_RESULT line in wrk's output")

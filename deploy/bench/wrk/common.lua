@@ -10,10 +10,13 @@
 -- per-request work is left to wrk but a table lookup.
 
 local thread_count = 0
+local threads = {}
 
 function setup(thread)
   thread:set("thread_index", thread_count)
+  thread:set("exhausted", 0)
   thread_count = thread_count + 1
+  threads[thread_count] = thread
 end
 
 local reqs = {}
@@ -39,11 +42,17 @@ function request()
 end
 
 -- done prints one machine-readable line. latency is in microseconds;
--- status counts answers of status 400 and above (wrk's own count).
+-- status counts answers of status 400 and above (wrk's own count);
+-- exhausted sums the threads' sends past the end of their data (a script
+-- whose lines are single use counts them; the others leave it 0).
 function done(summary, latency, requests)
   local e = summary.errors
+  local exhausted = 0
+  for _, t in ipairs(threads) do
+    exhausted = exhausted + (tonumber(t:get("exhausted")) or 0)
+  end
   io.write(string.format(
-    "BENCH_RESULT requests=%.0f duration_us=%.0f status=%.0f connect=%.0f read=%.0f write=%.0f timeout=%.0f p50_us=%.0f p99_us=%.0f p999_us=%.0f max_us=%.0f\n",
+    "BENCH_RESULT requests=%.0f duration_us=%.0f status=%.0f connect=%.0f read=%.0f write=%.0f timeout=%.0f p50_us=%.0f p99_us=%.0f p999_us=%.0f max_us=%.0f exhausted=%.0f\n",
     summary.requests, summary.duration, e.status, e.connect, e.read, e.write, e.timeout,
-    latency:percentile(50), latency:percentile(99), latency:percentile(99.9), latency.max))
+    latency:percentile(50), latency:percentile(99), latency:percentile(99.9), latency.max, exhausted))
 end

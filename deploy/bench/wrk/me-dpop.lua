@@ -3,7 +3,8 @@
 -- DATAFILE.0, DATAFILE.1, ... (disjoint), each line "TOKEN<TAB>PROOF",
 -- and each thread sends each of its lines once, in order. A thread that
 -- ran out resends its last line: a replay, answered 401 and counted as an
--- error.
+-- error, and in exhausted, which done() reports so that the harness runs
+-- again with more proofs (main.go, dpopRetries) rather than report it.
 function build(line, path)
   local token, proof = line:match("^([^\t]+)\t([^\t]+)$")
   if not token then
@@ -32,6 +33,10 @@ function request()
   local r = reqs[next_req]
   if next_req < #reqs then
     next_req = next_req + 1
+  elseif sent_last then
+    exhausted = exhausted + 1
+  else
+    sent_last = true
   end
   return r
 end
