@@ -189,7 +189,8 @@ func serve(ctx context.Context, cfg serveConfig, env cli.Env) error {
 	if err != nil {
 		return err
 	}
-	admin, err := newAdmin(logger, cfg, rdb, authority, verifier, trust, rt.Nonces(), m.Metrics, h, rt.Tracing())
+	admin, adminStore, err := newAdmin(cfg, adminParts{Logger: logger, Redis: rdb, Keys: authority, Tokens: verifier, Trust: trust,
+		Nonces: rt.Nonces(), Metrics: m.Metrics, Token: h, Tracing: rt.Tracing()})
 	if err != nil {
 		return err
 	}
@@ -204,37 +205,65 @@ func serve(ctx context.Context, cfg serveConfig, env cli.Env) error {
 		logger.Info("admin API listening", "addr", aaddr.String())
 		fmt.Fprintf(env.Stdout, "admin API listening on http://%s%s\n", aaddr, adminapi.Prefix)
 		fmt.Fprintf(env.Stdout, "operator console at http://%s%s\n", aaddr, console.Prefix)
+		// The console's usage chart: each minute, one replica records
+		// every client's minute from the windows the limits already keep
+		// (clients.RecordUsage), off the request paths.
+		sampling, stop := context.WithCancel(context.WithoutCancel(ctx))
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			adminStore.SampleUsage(sampling, logger, time.Now)
+		}()
+		defer func() { stop(); <-done }()
 	}
 	return rt.Serve(ctx)
 }
 
+// adminParts is what the admin API and its console share with the token
+// service: its logger, Redis, signing-key authority, token verifier,
+// trusted proxies, DPoP nonces, metrics, token endpoint (the console signs
+// operators in there, in process) and tracing (every admin call in a span
+// when set).
+type adminParts struct {
+	Logger  *slog.Logger
+	Redis   redis.UniversalClient
+	Keys    *signingkeys.Authority
+	Tokens  *accesstoken.CachingVerifier
+	Trust   clientip.Trust
+	Nonces  admission.Nonces
+	Metrics *metrics.Metrics
+	Token   http.Handler
+	Tracing *tracing.Tracing
+}
+
 // newAdmin wires the admin API and its operator console (nil when
-// --admin-addr is off), its answers counted in the token service's
-// registry (m). Its changes wait for the replicas REDIS_URL asks for, like
-// the command line's. The console signs operators in at the token service
-// (token), in process. tr, when set, runs every admin call in a span.
-func newAdmin(logger *slog.Logger, cfg serveConfig, rdb redis.UniversalClient, keys *signingkeys.Authority, tokens *accesstoken.CachingVerifier, trust clientip.Trust, nonces admission.Nonces, m *metrics.Metrics, token http.Handler, tr *tracing.Tracing) (http.Handler, error) {
+// --admin-addr is off) from p, and returns them with the registry they
+// write (its changes wait for the replicas REDIS_URL asks for, like the
+// command line's), which also samples the console's usage history.
+func newAdmin(cfg serveConfig, p adminParts) (http.Handler, *clients.Store, error) {
 	if cfg.AdminAddr == httpserver.Off {
-		return nil, nil
+		return nil, nil, nil
 	}
 	confirm, err := redisconn.ConfirmationOf(cfg.RedisURL)
 	if err != nil {
-		return nil, cli.AsUsage(err)
+		return nil, nil, cli.AsUsage(err)
 	}
 	prefix := cfg.KeyPrefix
-	store := clients.NewStore(rdb, prefix, nil)
+	store := clients.NewStore(p.Redis, prefix, nil)
 	store.ConfirmWrites(confirm)
-	withdrawals := keywithdrawal.NewStore(rdb, prefix)
+	withdrawals := keywithdrawal.NewStore(p.Redis, prefix)
 	withdrawals.ConfirmWrites(confirm)
 	base, err := cfg.adminBaseURL()
 	if err != nil {
-		return nil, cli.AsUsage(err)
+		return nil, nil, cli.AsUsage(err)
 	}
+	log := p.Logger.With("listener", "admin")
 	ops := &operations.Service{Registry: store, Withdrawals: withdrawals, JWKS: cfg.JWKS}
-	return adminapi.NewServer(logger.With("listener", "admin"), adminapi.Config{Trust: trust, KeyPrefix: prefix, JWKSAllowHTTP: cfg.JWKS.AllowHTTP, PublicBaseURL: base},
-		adminapi.Deps{Ops: ops, Tokens: tokens, Admit: store, Keys: keys, Redis: rdb, Nonces: nonces, Metrics: m, Tracing: tr,
+	h, err := adminapi.NewServer(log, adminapi.Config{Trust: p.Trust, KeyPrefix: prefix, JWKSAllowHTTP: cfg.JWKS.AllowHTTP, PublicBaseURL: base},
+		adminapi.Deps{Ops: ops, Tokens: p.Tokens, Admit: store, Keys: p.Keys, Redis: p.Redis, Nonces: p.Nonces, Metrics: p.Metrics, Tracing: p.Tracing,
 			Console: func(api http.Handler) (http.Handler, error) {
-				return console.New(logger.With("listener", "admin"), console.Config{Trust: trust},
-					console.Deps{API: api, Token: token, Tokens: tokens, Usage: ops})
+				return console.New(log, console.Config{Trust: p.Trust},
+					console.Deps{API: api, Token: p.Token, Tokens: p.Tokens, Usage: ops})
 			}})
+	return h, store, err
 }

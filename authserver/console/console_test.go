@@ -352,6 +352,19 @@ func TestClientLifecycle(t *testing.T) {
 	if len(use) != 2 || use[0][1] != "0" || use[1][1] != "1" {
 		t.Fatalf("use now: %v\n%s", use, p.body)
 	}
+	// The hour reads the minutes the token service samples (here once, by
+	// hand): the token request in this minute, on the client's page and
+	// in its organisation's list.
+	if took, err := s.store.RecordUsage(t.Context(), time.Now()); err != nil || !took {
+		t.Fatalf("record usage: %v %v", took, err)
+	}
+	hour := regexp.MustCompile(`aria-label="1 requests in the last hour, at most 1 in a minute"`)
+	if p = b.get("/console/clients/" + cid); !hour.MatchString(p.body) || !strings.Contains(p.body, "1 in the last hour") {
+		t.Fatalf("client page without the hour:\n%s", p.body)
+	}
+	if p = b.get("/console/orgs/acme"); !hour.MatchString(p.body) {
+		t.Fatalf("organisation page without the hour:\n%s", p.body)
+	}
 	p = b.post("/console/clients/"+cid, "/console/clients/"+cid, url.Values{"action": {"rotate"}, "idem": {"rotate-key-0123456789"}})
 	if p.status != http.StatusOK || !strings.Contains(p.body, "Rotated the secret") {
 		t.Fatalf("rotate: %d\n%s", p.status, p.body)

@@ -252,6 +252,13 @@ func (s *Service) Usage(ctx context.Context, ids []string, now time.Time) ([]cli
 	return s.Registry.Usage(ctx, ids, now)
 }
 
+// UsageHistory reads each client's API and token requests per minute over
+// the last hour (clients.RecordUsage samples them, a minute at a time, off
+// the request paths).
+func (s *Service) UsageHistory(ctx context.Context, ids []string, now time.Time) ([]clients.UsageHistory, error) {
+	return s.Registry.UsageHistory(ctx, ids, now)
+}
+
 // SeedSandbox creates, idempotently, the sandbox organisation and its demo
 // clients.
 func (s *Service) SeedSandbox(ctx context.Context) (clients.Org, []clients.SeededClient, error) {

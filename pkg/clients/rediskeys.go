@@ -1,5 +1,7 @@
 package clients
 
+import "strconv"
+
 // The Redis keys of the registry, each under a hash tag so that the keys a
 // script touches together share a Cluster slot: a client's keys under
 // "{ID}", an organisation's under "{org:SLUG}", the indexes under
@@ -67,4 +69,13 @@ func (s *Store) seedLockKey() string { return s.prefix + "{org:" + SandboxOrgSlu
 func (s *Store) orgIndex() string { return s.prefix + "{registry}:orgs" }
 func (s *Store) orgClients(slug string) string {
 	return s.prefix + "{registry}:org:" + slug + ":clients"
+}
+
+// usageKey is a client's usage history (hash: a field per minute of the
+// last UsageMinutes, usagehistory.go), expiring usageTTL after its last
+// recorded minute; usageSampleKey is the lease of one minute's sampling,
+// taken by one replica (SET NX, two minutes).
+func (s *Store) usageKey(id string) string { return s.prefix + "{" + id + "}:usage" }
+func (s *Store) usageSampleKey(minute int64) string {
+	return s.prefix + "{usage}:sample:" + strconv.FormatInt(minute, 10)
 }

@@ -126,6 +126,7 @@ func runStoreSuite(t *testing.T, quickLong bool, newStore func(t *testing.T, now
 		{name: "AdmitRedisClock", fn: testAdmitRedisClock},
 		{name: "RateLogTTL", fn: testRateLogTTL},
 		{name: "UnknownIDsWriteNothing", fn: testUnknownIDsWriteNothing},
+		{name: "UsageHistory", fn: testUsageHistory},
 		{name: "SeedSandbox", fn: testSeedSandbox},
 		{name: "SeedSandboxReplacesRevoked", fn: testSeedSandboxReplacesRevoked},
 		{name: "SeedSandboxLiveOrg", fn: testSeedSandboxLiveOrg},
