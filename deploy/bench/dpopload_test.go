@@ -153,7 +153,7 @@ func proofClaims(t *testing.T, proof string) (c struct {
 // TestWrkCountsExhaustedProofs runs the real wrk with me-dpop's script on
 // 2 threads, each with 5 proof lines, for a second against a server that
 // answers 200: every send past a thread's 5 lines is a replay the harness
-// caused, and BENCH_RESULT's exhausted counts those (measureWhole
+// caused, and BENCH_RESULT's exhausted counts them (measureWhole
 // then repeats the run). The other scripts report 0.
 func TestWrkCountsExhaustedProofs(t *testing.T) {
 	requireTools(t)
@@ -184,10 +184,12 @@ func TestWrkCountsExhaustedProofs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// wrk counts a request when its answer arrives: those in flight when
-	// the run stops (at most one per connection) were sent, not counted.
-	if ex := res.Exhausted - (res.Requests - 10); res.Status != 0 || res.Requests <= 10 || ex < 0 || ex > int64(run.Connections) {
-		t.Errorf("requests %d, status %d, exhausted %d; want requests - 10 plus at most %d in flight:\n%s", res.Requests, res.Status, res.Exhausted, run.Connections, out)
+	// A thread counts its sends past its own 5 lines; a slow thread (the
+	// race detector) may not reach its end. wrk counts a request when its
+	// answer arrives: those in flight at the stop (one per connection)
+	// were sent, not counted.
+	if res.Status != 0 || res.Exhausted <= 0 || res.Exhausted > res.Requests-5+int64(run.Connections) {
+		t.Errorf("requests %d, status %d, exhausted %d; want some, at most requests - 5 + %d:\n%s", res.Requests, res.Status, res.Exhausted, run.Connections, out)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "me.dat"), []byte("token-0\n"), 0o600); err != nil {
 		t.Fatal(err)
