@@ -62,20 +62,31 @@ type keeper struct {
 	stopped bool
 	set     int // the percent in force
 	before  int // the percent found
+	cycles  int // the cleanups run, the last one after stop included
 }
 
 // start keeps floor until stop is called. It runs a cycle at once, so
 // that the percent is set for the live heap of the moment (by the
 // runtime's cleanup goroutine, a moment after start returns) rather than
 // at the first cycle the load brings.
-func start(floor uint64) (stop func()) {
+func start(floor uint64) (stop func()) { return newKeeper(floor).stop }
+
+// newKeeper is start's keeper, running.
+func newKeeper(floor uint64) *keeper {
 	k := &keeper{floor: floor, s: make([]metrics.Sample, len(samples)), set: -1}
 	for i, name := range samples {
 		k.s[i].Name = name
 	}
 	k.arm()
 	runtime.GC()
-	return k.stop
+	return k
+}
+
+// ran is how many of k's cleanups have run.
+func (k *keeper) ran() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.cycles
 }
 
 // sentinel is what each cycle collects to tell a keeper it ran: an object
@@ -92,6 +103,7 @@ func (k *keeper) arm() {
 func (k *keeper) cycle() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	k.cycles++
 	if k.stopped {
 		return
 	}

@@ -71,7 +71,8 @@ func TestKeeper(t *testing.T) {
 	before := debug.SetGCPercent(137)
 	defer debug.SetGCPercent(before)
 	for _, floor := range []uint64{64 << 20, 1 << 10} {
-		stop := start(floor)
+		k := newKeeper(floor)
+		stop := k.stop
 		waitPercent(t, "kept", func(live, roots uint64) uint64 { return uint64(Percent(live, roots, floor)) })
 		if p, live, _ := read(t); floor > 2*live && p <= DefaultPercent {
 			t.Errorf("floor %d, live %d: GOGC %d, want it raised", floor, live, p)
@@ -80,12 +81,11 @@ func TestKeeper(t *testing.T) {
 		if p, _, _ := read(t); p != 137 {
 			t.Errorf("floor %d: GOGC %d after stop, want the 137 it found", floor, p)
 		}
+		// The stopped keeper's last cleanup, armed before stop, runs after
+		// this cycle and must change nothing.
+		ran := k.ran()
 		runtime.GC()
-		// What is checked is that nothing happens: a stopped keeper's
-		// cleanup, if it still ran, would run after this cycle. No
-		// condition can announce that it did not; the pause gives it the
-		// chance to show.
-		time.Sleep(10 * time.Millisecond)
+		testwait.Eventually(t, 5*time.Second, "the stopped keeper's last cleanup", func() bool { return k.ran() > ran })
 		if p, _, _ := read(t); p != 137 {
 			t.Errorf("floor %d: GOGC %d after a cycle past stop, want 137", floor, p)
 		}
