@@ -158,11 +158,7 @@ func clientsCreate(fs *flag.FlagSet, env cli.Env) cli.Action {
 	scopes := fs.String("scopes", "", `space-separated scopes (required; --scopes "" for none)`)
 	rateLimit := fs.Int64("rate-limit", clients.DefaultRateLimitPerMinute, "API requests per minute, at least 1")
 	auth := fs.String("auth", clients.AuthClientSecret, "client_secret; private_key_jwt (RFC 7523) or self_signed_tls_client_auth (RFC 8705) with --jwks-file or --jwks-url; tls_client_auth (RFC 8705) with one --tls-*")
-	var subjects [5]*string
-	for i, kind := range clients.SubjectKinds {
-		flagName := strings.ReplaceAll(strings.TrimPrefix(kind, "tls_client_auth_"), "_", "-")
-		subjects[i] = fs.String("tls-"+flagName, "", "tls_client_auth: the client certificate's "+subjectHelp[i])
-	}
+	subjects := subjectFlags(fs)
 	dpopBound := fs.Bool("dpop-bound", false, "issue the client DPoP-bound tokens only (RFC 9449 dpop_bound_access_tokens): a token request without a DPoP proof is refused")
 	keys := keyFlags(fs, env)
 	return operator(fs, env, func(ctx context.Context, ops *operations.Service, out output, _ []string) error {
@@ -174,14 +170,9 @@ func clientsCreate(fs *flag.FlagSet, env cli.Env) cli.Action {
 		}
 		spec := clients.ClientSpec{OrgSlug: *org, Name: *name, Audience: *audience,
 			Scopes: clients.ParseScopes(*scopes), RateLimitPerMinute: *rateLimit, DPoPBound: *dpopBound}
-		var given []clients.TLSSubject
-		for i, v := range subjects {
-			if *v != "" {
-				given = append(given, clients.TLSSubject{Kind: clients.SubjectKinds[i], Value: *v})
-			}
-		}
-		if len(given) > 1 {
-			return usagef("give one --tls-subject-dn, --tls-san-dns, --tls-san-uri, --tls-san-ip or --tls-san-email, not %d (RFC 8705 section 2.1.2)", len(given))
+		given, err := subjects.given()
+		if err != nil {
+			return err
 		}
 		switch *auth {
 		case clients.AuthClientSecret:
@@ -229,6 +220,35 @@ func clientsCreate(fs *flag.FlagSet, env cli.Env) cli.Action {
 var subjectHelp = [5]string{
 	`subject DN, RFC 4514 (e.g. "CN=ward.example,O=St Elsewhere,C=NL")`,
 	"DNS name SAN", "URI SAN", "IP address SAN", "e-mail address SAN",
+}
+
+// subjectFlags declares --tls-subject-dn, --tls-san-dns, --tls-san-uri,
+// --tls-san-ip and --tls-san-email: a tls_client_auth client's
+// certificate name, one of clients.SubjectKinds each.
+func subjectFlags(fs *flag.FlagSet) *tlsSubjectFlags {
+	var f tlsSubjectFlags
+	for i, kind := range clients.SubjectKinds {
+		flagName := strings.ReplaceAll(strings.TrimPrefix(kind, "tls_client_auth_"), "_", "-")
+		f[i] = fs.String("tls-"+flagName, "", "tls_client_auth: the client certificate's "+subjectHelp[i])
+	}
+	return &f
+}
+
+type tlsSubjectFlags [5]*string
+
+// given is the subjects the flags name: none or one; more is a usage
+// error.
+func (f *tlsSubjectFlags) given() ([]clients.TLSSubject, error) {
+	var given []clients.TLSSubject
+	for i, v := range f {
+		if *v != "" {
+			given = append(given, clients.TLSSubject{Kind: clients.SubjectKinds[i], Value: *v})
+		}
+	}
+	if len(given) > 1 {
+		return nil, usagef("give one --tls-subject-dn, --tls-san-dns, --tls-san-uri, --tls-san-ip or --tls-san-email, not %d (RFC 8705 section 2.1.2)", len(given))
+	}
+	return given, nil
 }
 
 // flagGiven reports whether the flag name was set on the command line,
@@ -316,7 +336,19 @@ func clientsRetireSecret(fs *flag.FlagSet, env cli.Env) cli.Action {
 
 func clientsRotateKeys(fs *flag.FlagSet, env cli.Env) cli.Action {
 	keys := keyFlags(fs, env)
+	subjects := subjectFlags(fs)
 	return operator(fs, env, func(ctx context.Context, ops *operations.Service, out output, args []string) error {
+		given, err := subjects.given()
+		if err != nil {
+			return err
+		}
+		if len(given) == 1 {
+			if keys.given() {
+				return usagef("give a certificate name (--tls-*, tls_client_auth) or keys (--jwks-file, --jwks-url), not both")
+			}
+			c, err := ops.RotateTLSSubject(ctx, args[0], given[0])
+			return out.changed(c, err, "changed the certificate name of client %s: certificates under the old name and every token issued before are dead")
+		}
 		src, err := keys.source()
 		if err != nil {
 			return err

@@ -346,12 +346,27 @@ func (s *Server) handleRetireSecret(ctx context.Context, r *http.Request, body [
 	return changed(s.deps.Ops.RetireSecret(ctx, id, sid))
 }
 
-// handleRotateKeys replaces a private_key_jwt client's public keys; every
+// handleRotateKeys replaces a private_key_jwt or self_signed_tls_client_auth
+// client's public keys, or a tls_client_auth client's certificate name; every
 // token issued before dies at once.
 func (s *Server) handleRotateKeys(ctx context.Context, r *http.Request, body []byte) (int, any, error) {
-	var req keysRequest
+	var req struct {
+		keysRequest
+		tlsSubjectRequest
+	}
 	if err := decode(body, &req); err != nil {
 		return 0, nil, err
+	}
+	sub, err := req.subject()
+	if err != nil {
+		return 0, nil, err
+	}
+	if sub != nil {
+		// A tls_client_auth client's credential is its certificate name.
+		if req.given() {
+			return 0, nil, invalid("give a certificate name (" + sub.Kind + ", tls_client_auth) or keys (jwks, jwks_uri), not both")
+		}
+		return changed(s.deps.Ops.RotateTLSSubject(ctx, r.PathValue("client_id"), *sub))
 	}
 	src, err := req.source(s.cfg.JWKSAllowHTTP)
 	if err != nil {

@@ -37,11 +37,41 @@ func TestMTLSClients(t *testing.T) {
 	if g := s.call(hc, "GET", "/admin/v1/clients/"+got["client_id"].(string), nil); g.json(t)["tls_client_auth_subject_dn"] != "CN=ward.example,O=St Elsewhere" {
 		t.Fatalf("get: %s", g.Body)
 	}
+	// Its certificate name changes in place (PUT .../keys): the client
+	// keeps its id, its keys_version rises.
+	keysPath := "/admin/v1/clients/" + got["client_id"].(string) + "/keys"
+	if r := s.call(hc, "PUT", keysPath, map[string]any{"tls_client_auth_san_dns": "ward2.example"}); r.Status != 200 ||
+		r.json(t)["tls_client_auth_san_dns"] != "ward2.example" || r.json(t)["tls_client_auth_subject_dn"] != nil || r.json(t)["keys_version"] != float64(2) {
+		t.Fatalf("PUT keys with a new certificate name: %d %s", r.Status, r.Body)
+	}
 	var jwks map[string]any
 	_ = json.Unmarshal(clientcerttest.SelfSigned(clientcerttest.Names{CommonName: "lab"}).JWKS(t, "tls"), &jwks)
 	a = s.call(hc, "POST", "/admin/v1/clients", create(map[string]any{"auth_method": "self_signed_tls_client_auth", "jwks": jwks}))
-	if got := a.json(t); a.Status != 201 || got["auth_method"] != "self_signed_tls_client_auth" || got["client_secret"] != nil {
+	selfSigned := a.json(t)
+	if a.Status != 201 || selfSigned["auth_method"] != "self_signed_tls_client_auth" || selfSigned["client_secret"] != nil {
 		t.Fatalf("create self_signed_tls_client_auth: %d %s", a.Status, a.Body)
+	}
+	for _, tc := range []struct {
+		name   string
+		path   string
+		body   map[string]any
+		status int
+		code   string
+		detail string
+	}{
+		{"keys for a tls_client_auth client", keysPath, map[string]any{"jwks": jwks}, 409, "conflict",
+			"client " + got["client_id"].(string) + " authenticates with a certificate its CA issued (tls_client_auth): it has no secret or keys; change its certificate name (rotate-keys with a tls_client_auth_* name), or revoke it"},
+		{"a name for a self-signed client", "/admin/v1/clients/" + selfSigned["client_id"].(string) + "/keys", map[string]any{"tls_client_auth_san_dns": "x.example"}, 409, "conflict",
+			"client " + selfSigned["client_id"].(string) + " authenticates with self_signed_tls_client_auth, not a certificate name (tls_client_auth only)"},
+		{"a name and keys", keysPath, map[string]any{"tls_client_auth_san_dns": "x.example", "jwks": jwks}, 400, "invalid_request",
+			"give a certificate name (tls_client_auth_san_dns, tls_client_auth) or keys (jwks, jwks_uri), not both"},
+		{"a bad name", keysPath, map[string]any{"tls_client_auth_subject_dn": "not a DN"}, 400, "invalid_input",
+			`invalid input: tls_client_auth_subject_dn "not a DN": not an RFC 4514 distinguished name (an attribute without "="), e.g. "CN=client.example.com,O=Example Hospital,C=NL"`},
+	} {
+		r := s.call(hc, "PUT", tc.path, tc.body)
+		if j := r.json(t); r.Status != tc.status || j["code"] != tc.code || j["detail"] != tc.detail {
+			t.Errorf("%s: %d %s\nwant %d %s %q", tc.name, r.Status, r.Body, tc.status, tc.code, tc.detail)
+		}
 	}
 
 	for _, tc := range []struct {

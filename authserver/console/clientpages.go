@@ -259,6 +259,15 @@ func (c *Console) clientAction(w http.ResponseWriter, r *http.Request, s *sessio
 		}
 		a = c.api(r, s, http.MethodPut, path("clients", id, "keys"), body, idem)
 		notice = "Replaced the client's public keys: tokens issued before stopped working."
+	case "tls-subject":
+		// RFC 8705 section 2.1.2: the certificate's new name; the admin
+		// API checks it.
+		body := map[string]any{}
+		if kind := f.Get("tls_subject_kind"); slices.Contains(clients.SubjectKinds, kind) {
+			body[kind] = strings.TrimSpace(f.Get("tls_subject"))
+		}
+		a = c.api(r, s, http.MethodPut, path("clients", id, "keys"), body, idem)
+		notice = "Changed the client's certificate name: certificates under the old name and tokens issued before stopped working."
 	default:
 		c.fail(w, r, s, http.StatusBadRequest, "Bad request", "Unknown action.")
 		return

@@ -154,6 +154,14 @@ func (s *Service) RotateKeys(ctx context.Context, id string, keys clients.Client
 	return s.Registry.RotateKeys(ctx, id, keys)
 }
 
+// RotateTLSSubject replaces a tls_client_auth client's certificate name
+// (RFC 8705 section 2.1.2), for a partner whose certificate authority
+// issued it a certificate under a new name; every token issued before
+// dies at once.
+func (s *Service) RotateTLSSubject(ctx context.Context, id string, sub clients.TLSSubject) (clients.Client, error) {
+	return s.Registry.RotateTLSSubject(ctx, id, sub)
+}
+
 // Revoke ends a client for good.
 func (s *Service) Revoke(ctx context.Context, id string) (clients.Client, error) {
 	return s.Registry.Revoke(ctx, id)

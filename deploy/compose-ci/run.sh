@@ -21,11 +21,19 @@
 #      PUBLIC_BASE_URL whatever the Host header; `exec authserver
 #      /authserver clients rotate-secret ID`; the old token 401, the old
 #      secret 401, a token for the new secret 200 and /me 200;
+#      then mutual TLS at the edge (EDGE_MTLS=on, CLIENT_CA_FILE and
+#      MTLS_BASE_URL, with certificates made here by openssl into
+#      deploy/tls/ and removed on exit): the metadata's aliases, a
+#      tls_client_auth client's certificate-bound token by curl --cert,
+#      /me 200 over its certificate and 401 over another one or the plain
+#      site, and its certificate name changed in place (`clients
+#      rotate-keys ID --tls-san-dns NAME`): the old certificate and its
+#      token refused, the new one's token 200;
 #   2. the sentinel profile from empty (down -v first), which must come up on
 #      the first `up`, and the same journey.
 #
-# It installs docker.io, docker-compose, debootstrap, curl and jq when they
-# are missing; starts dockerd when none is running and stops it on exit (a
+# It installs docker.io, docker-compose, debootstrap, curl, jq and openssl
+# when they are missing; starts dockerd when none is running and stops it on exit (a
 # running one is left running); removes the stack and its volumes on exit.
 # The base image and the stand-ins stay in Docker's store (and the
 # debootstrap tarball in COMPOSE_CI_CACHE), so a second run builds only what
@@ -81,6 +89,7 @@ need docker-compose docker-compose
 need debootstrap debootstrap
 need curl curl
 need jq jq
+need openssl openssl
 command -v go >/dev/null 2>&1 || PATH="$PATH:/usr/local/go/bin"
 command -v go >/dev/null 2>&1 || fail "go is missing (the golang stand-in is the host's toolchain)"
 took
@@ -126,6 +135,7 @@ stack() {
 dockerd_pid=""
 had_docker0=""
 stack_up=""
+tls_made=()
 cleanup() {
 	local status=$?
 	set +e
@@ -153,6 +163,8 @@ cleanup() {
 			tail -n 30 "$cache/dockerd.log" >&2
 		fi
 	fi
+	# The certificates this run made in deploy/tls/ (mtls_pki).
+	[ ${#tls_made[@]} -eq 0 ] || rm -f "${tls_made[@]}"
 	rm -rf "$tmp"
 	printf '== compose-ci: %s after %ds\n' "$([ "$status" -eq 0 ] && echo ok || echo "FAILED ($status)")" $((SECONDS - start))
 	exit "$status"
@@ -299,9 +311,18 @@ if [ -z "$port" ]; then
 	done
 fi
 [ -n "$port" ] || fail "no free port in 18480-18580"
+tls_port=""
+for p in $(seq $((port + 1)) 18599); do
+	if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+		tls_port=$p
+		break
+	fi
+done
+[ -n "$tls_port" ] || fail "no free port for the mutual-TLS site in $((port + 1))-18599"
 export EDGE_PORT="$port" PUBLIC_BASE_URL="http://localhost:$port"
 base="http://127.0.0.1:$port"
-echo "   the edge will publish $port; PUBLIC_BASE_URL=$PUBLIC_BASE_URL"
+mtls_base="https://localhost:$tls_port"
+echo "   the edge will publish $port (and $tls_port for mutual TLS); PUBLIC_BASE_URL=$PUBLIC_BASE_URL"
 [ ${#overrides[@]} -eq 0 ] || echo "   open files: this machine's hard limit, $nofile, for authserver, resourceserver and edge (docker-compose.yml asks more)"
 
 # wait_http URL SECONDS: until the URL answers 200.
@@ -367,6 +388,86 @@ journey() {
 	status 200 "GET /api/v1/me/ with the new token" -H "Authorization: Bearer $access_token" "$base/api/v1/me/"
 }
 
+# mtls_pki: a server CA and the edge's certificate for localhost
+# (deploy/tls/server.pem, server-key.pem), a partner CA
+# (deploy/tls/client-ca.pem) and, in $tmp/pki, client certificates it
+# issued for ward.example and ward2.example and a self-signed one. The
+# containers run as other users: the files are world-readable, and removed
+# on exit. deploy/tls/ holding files of its own is a failure, not
+# overwritten.
+pki="$tmp/pki"
+mtls_pki() {
+	local tls_dir="$root/deploy/tls" f
+	for f in server.pem server-key.pem client-ca.pem; do
+		[ ! -e "$tls_dir/$f" ] || fail "deploy/tls/$f exists: move it away for this run (it would be replaced)"
+	done
+	mkdir -p "$pki"
+	ossl() { openssl "$@" >>"$pki/openssl.log" 2>&1 || { cat "$pki/openssl.log" >&2; fail "openssl $1"; }; }
+	ca() { # ca NAME CN
+		ossl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=$2" \
+			-keyout "$pki/$1-key.pem" -out "$pki/$1.pem"
+	}
+	leaf() { # leaf CA NAME CN EXTENSIONS
+		ossl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$3" -keyout "$pki/$2-key.pem" -out "$pki/$2.csr"
+		printf '%s\n' "$4" >"$pki/$2.ext"
+		ossl x509 -req -in "$pki/$2.csr" -CA "$pki/$1.pem" -CAkey "$pki/$1-key.pem" -CAcreateserial -days 2 \
+			-extfile "$pki/$2.ext" -out "$pki/$2.pem"
+	}
+	ca server-ca "compose-ci server CA"
+	leaf server-ca server localhost $'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth'
+	ca client-ca "compose-ci partner CA"
+	leaf client-ca ward ward $'subjectAltName=DNS:ward.example\nextendedKeyUsage=clientAuth'
+	leaf client-ca ward2 ward $'subjectAltName=DNS:ward2.example\nextendedKeyUsage=clientAuth'
+	ossl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=ward" \
+		-addext "subjectAltName=DNS:ward.example" -addext "extendedKeyUsage=clientAuth" -keyout "$pki/self-key.pem" -out "$pki/self.pem"
+	tls_made=("$tls_dir/server.pem" "$tls_dir/server-key.pem" "$tls_dir/client-ca.pem")
+	cp "$pki/server.pem" "$tls_dir/server.pem"
+	cp "$pki/server-key.pem" "$tls_dir/server-key.pem"
+	cp "$pki/client-ca.pem" "$tls_dir/client-ca.pem"
+	chmod 0644 "${tls_made[@]}"
+}
+
+# mtls_journey: a tls_client_auth partner through the edge's mutual-TLS
+# site (deploy/docs/mtls.md), on the running single-node stack.
+mtls_journey() {
+	local id tok old_tok
+	local tls=(--cacert "$pki/server-ca.pem")
+	local ward=("${tls[@]}" --cert "$pki/ward.pem" --key "$pki/ward-key.pem")
+	local ward2=("${tls[@]}" --cert "$pki/ward2.pem" --key "$pki/ward2-key.pem")
+	local self=("${tls[@]}" --cert "$pki/self.pem" --key "$pki/self-key.pem")
+	local grant=(-d grant_type=client_credentials)
+	status 200 "GET /.well-known/oauth-authorization-server" "$base/.well-known/oauth-authorization-server"
+	jq -e --arg t "$mtls_base/api/v1/oauth/token/" '.tls_client_certificate_bound_access_tokens == true and
+		.mtls_endpoint_aliases.token_endpoint == $t and (.token_endpoint_auth_methods_supported | index("tls_client_auth"))' \
+		"$tmp/body" >/dev/null || fail "the metadata lacks the mutual-TLS members: $(cat "$tmp/body")"
+	stack single 60 exec -T authserver /authserver orgs create --slug ward --name "St Elsewhere" --environment live >"$tmp/org.log" 2>&1 ||
+		{ cat "$tmp/org.log" >&2; fail "orgs create"; }
+	stack single 60 exec -T authserver /authserver clients create --org ward --name Ward --audience hospital \
+		--scopes patients.read --auth tls_client_auth --tls-san-dns ward.example --json >"$tmp/client.json" 2>"$tmp/client.log" ||
+		{ cat "$tmp/client.log" >&2; fail "clients create --auth tls_client_auth"; }
+	id="$(jq -er .client_id "$tmp/client.json")" || fail "clients create printed no client_id"
+	echo "   exec authserver /authserver clients create --auth tls_client_auth --tls-san-dns ward.example: $id"
+
+	status 200 "token over mTLS (tls_client_auth, ward.example)" "${ward[@]}" "${grant[@]}" -d client_id="$id" "$mtls_base/api/v1/oauth/token/"
+	tok="$(jq -er .access_token "$tmp/body")"
+	status 200 "GET /api/v1/me/ over the same certificate" "${ward[@]}" -H "Authorization: Bearer $tok" "$mtls_base/api/v1/me/"
+	jq -e --arg id "$id" '.. | strings | select(. == $id)' "$tmp/body" >/dev/null || fail "/api/v1/me/ does not name $id"
+	status 401 "GET /api/v1/me/ over another certificate" "${self[@]}" -H "Authorization: Bearer $tok" "$mtls_base/api/v1/me/"
+	status 401 "GET /api/v1/me/ on the plain site" -H "Authorization: Bearer $tok" "$base/api/v1/me/"
+	status 401 "token over mTLS, a self-signed certificate" "${self[@]}" "${grant[@]}" -d client_id="$id" "$mtls_base/api/v1/oauth/token/"
+	status 401 "token on the plain site, no certificate" "${grant[@]}" -d client_id="$id" "$base/api/v1/oauth/token/"
+
+	old_tok=$tok
+	stack single 60 exec -T authserver /authserver clients rotate-keys "$id" --tls-san-dns ward2.example >"$tmp/rename.log" 2>&1 ||
+		{ cat "$tmp/rename.log" >&2; fail "clients rotate-keys --tls-san-dns"; }
+	echo "   exec authserver /authserver clients rotate-keys $id --tls-san-dns ward2.example"
+	status 401 "GET /api/v1/me/ with the old name's token" "${ward[@]}" -H "Authorization: Bearer $old_tok" "$mtls_base/api/v1/me/"
+	status 401 "token over mTLS, the old name's certificate" "${ward[@]}" "${grant[@]}" -d client_id="$id" "$mtls_base/api/v1/oauth/token/"
+	status 200 "token over mTLS, the new name's certificate" "${ward2[@]}" "${grant[@]}" -d client_id="$id" "$mtls_base/api/v1/oauth/token/"
+	tok="$(jq -er .access_token "$tmp/body")"
+	status 200 "GET /api/v1/me/ with the new name's token" "${ward2[@]}" -H "Authorization: Bearer $tok" "$mtls_base/api/v1/me/"
+}
+
 # up single|sentinel ARGS...: one `up -d`, which must succeed the first
 # time, then the edge's healthz.
 up() {
@@ -381,11 +482,16 @@ up() {
 	stack "$mode" 60 ps
 }
 
-step "single node: up -d --build --scale authserver=2 --scale resourceserver=2"
+step "single node: up -d --build --scale authserver=2 --scale resourceserver=2 (EDGE_MTLS=on)"
+mtls_pki
+export EDGE_MTLS=on EDGE_TLS_PORT="$tls_port" CLIENT_CA_FILE=/tls/client-ca.pem MTLS_BASE_URL="$mtls_base"
 up single --build --scale authserver=2 --scale resourceserver=2
 took
 step "single node: the partner journey through $base"
 journey single
+took
+step "single node: mutual TLS through $mtls_base"
+mtls_journey
 # Docker's userland proxy: a connection to the published port from loopback
 # reaches the edge from the network's gateway, not from the client
 # (deploy/docs/docker-compose.md, "The edge").
@@ -396,6 +502,7 @@ took
 step "down -v"
 stack sentinel 120 down -v --remove-orphans >/dev/null 2>&1
 stack_up=""
+unset EDGE_MTLS EDGE_TLS_PORT CLIENT_CA_FILE MTLS_BASE_URL
 took
 
 step "sentinel profile from empty: --env-file deploy/sentinel.env --profile sentinel up -d (first try)"

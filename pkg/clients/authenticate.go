@@ -273,7 +273,11 @@ func (s *Store) Authenticate(ctx context.Context, a Attempt) (Authentication, er
 	switch {
 	case a.Certificate != nil:
 		method = "certificate"
-		tag = failureTag(sha256.Sum256([]byte("certificate\x00" + a.Certificate.Thumbprint)))
+		// With the registration it was checked against: a certificate
+		// refused under the old name or keys is checked again once they
+		// change (rotate-keys), not remembered as wrong
+		// (TestRenamedCertificate in deploy/e2e/mtls).
+		tag = failureTag(sha256.Sum256([]byte("certificate\x00" + a.Certificate.KeysVersion + "\x00" + a.Certificate.Thumbprint)))
 	case a.Assertion != nil:
 		method = "assertion"
 		tag = failureTag(sha256.Sum256([]byte(a.Assertion.Raw)))

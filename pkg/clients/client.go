@@ -146,13 +146,18 @@ func (s *Store) change(ctx context.Context, script *luascript.Script, what, id, 
 	case changeWrongMethod:
 		// (read back on this refusal only, for its words)
 		c, _ := s.GetClient(ctx, id)
+		m := c.AuthMethod
 		switch {
+		case field == tlsSubjectField:
+			if m == "" {
+				m = AuthClientSecret
+			}
+			return 0, refuse(ErrConflict, "client %s authenticates with %s, not a certificate name (%s only)", id, m, AuthTLSClient)
 		case c.AuthMethod == AuthTLSClient:
-			return 0, refuse(ErrConflict, "client %s authenticates with a certificate its CA issued (tls_client_auth): it has no secret or keys to change (register a new client, or revoke it)", id)
+			return 0, refuse(ErrConflict, "client %s authenticates with a certificate its CA issued (tls_client_auth): it has no secret or keys; change its certificate name (rotate-keys with a tls_client_auth_* name), or revoke it", id)
 		case script == rotateKeysScript:
 			return 0, refuse(ErrConflict, "client %s authenticates with a secret, not keys (rotate-secret)", id)
 		}
-		m := c.AuthMethod
 		if m == "" || m == AuthClientSecret {
 			m = AuthPrivateKeyJWT
 		}
@@ -247,6 +252,27 @@ func (s *Store) RotateKeys(ctx context.Context, id string, keys ClientKeySource)
 		return Client{}, err
 	}
 	return s.changeAndRead(ctx, rotateKeysScript, "rotate_keys", id, string(blob), "")
+}
+
+// tlsSubjectField is the change's field that says its value is a
+// certificate name, not a key set (rotate_keys.lua).
+const tlsSubjectField = "tls_subject"
+
+// RotateTLSSubject replaces the certificate name (RFC 8705 section 2.1.2)
+// of a tls_client_auth client and raises its generation: from the moment
+// it returns without error, a certificate naming only the old subject is
+// refused and every token issued before is dead, like a key rotation. A
+// partner whose certificate authority issues it a certificate under a new
+// name keeps its client id.
+func (s *Store) RotateTLSSubject(ctx context.Context, id string, sub TLSSubject) (Client, error) {
+	if err := Invalid(sub.problems()...); err != nil {
+		return Client{}, err
+	}
+	blob, err := sub.blob()
+	if err != nil {
+		return Client{}, err
+	}
+	return s.changeAndRead(ctx, rotateKeysScript, "rotate_tls_subject", id, string(blob), tlsSubjectField)
 }
 
 // SetRateLimit sets the client's API requests per minute; it applies from

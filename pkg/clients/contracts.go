@@ -111,15 +111,15 @@ var scriptContracts = []luascript.Contract{
 			{Name: "client", Doc: "the client record"},
 			{Name: "audit", Doc: "its audit list"},
 			{Name: "nonce", Doc: "the nonce of its last change (kept five minutes)"},
-			{Name: "public_keys", Doc: "its public keys (rotate_keys.lua; unused by the others)"},
+			{Name: "public_keys", Doc: "its public keys or certificate name (rotate_keys.lua; unused by the others)"},
 		},
 		Args: []luascript.Param{
 			{Name: "at", Type: "int", Doc: "the change's time (ms)"},
 			{Name: "audit_cap", Type: "int", Doc: "the audit list's cap"},
 			{Name: "nonce", Doc: "this change's nonce"},
 			{Name: "actor", Doc: "the actor's audit fields (audit.LineActor)"},
-			{Name: "value", Doc: "the change's value: a digest, a secret id, a key set, a limit, a flag ('' for none)"},
-			{Name: "field", Optional: true, Doc: "the limit's field (set_limit.lua)"},
+			{Name: "value", Doc: "the change's value: a digest, a secret id, a key set or certificate name, a limit, a flag ('' for none)"},
+			{Name: "field", Optional: true, Doc: "the limit's field (set_limit.lua); 'tls_subject' when the value is a certificate name (rotate_keys.lua)"},
 		},
 		Reply: []luascript.Param{
 			{Name: "code", Type: "code", Doc: "what the change did"},

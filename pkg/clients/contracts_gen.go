@@ -221,7 +221,7 @@ type changeKeys struct {
 	Client     string // the client record
 	Audit      string // its audit list
 	Nonce      string // the nonce of its last change (kept five minutes)
-	PublicKeys string // its public keys (rotate_keys.lua; unused by the others)
+	PublicKeys string // its public keys or certificate name (rotate_keys.lua; unused by the others)
 }
 
 func (k *changeKeys) list() []string {
@@ -235,8 +235,8 @@ type changeArgs struct {
 	AuditCap int64  // the audit list's cap
 	Nonce    string // this change's nonce
 	Actor    string // the actor's audit fields (audit.LineActor)
-	Value    string // the change's value: a digest, a secret id, a key set, a limit, a flag ('' for none)
-	Field    string // the limit's field (set_limit.lua) (optional: not sent when zero)
+	Value    string // the change's value: a digest, a secret id, a key set or certificate name, a limit, a flag ('' for none)
+	Field    string // the limit's field (set_limit.lua); 'tls_subject' when the value is a certificate name (rotate_keys.lua) (optional: not sent when zero)
 }
 
 func (a *changeArgs) list() []any {

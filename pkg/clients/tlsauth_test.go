@@ -149,8 +149,8 @@ func TestTLSClientSpecProblems(t *testing.T) {
 // service checks a certificate against; a verified certificate
 // authenticates, an unverified one is a failure like a wrong secret, and
 // a certificate checked against an older registration is StaleKeys; no
-// secret is ever given to them, and only the self-signed kind has keys to
-// rotate.
+// secret is ever given to them, only the self-signed kind has keys to
+// rotate, and only tls_client_auth a certificate name to change.
 func testTLSClients(t *testing.T, e *env) {
 	e.org(t, "acme", clients.EnvironmentLive)
 	sub := clients.TLSSubject{Kind: clients.SubjectSANDNS, Value: "ward.example"}
@@ -210,11 +210,40 @@ func testTLSClients(t *testing.T, e *env) {
 	if got, err := e.store.RotateKeys(ctx(t), ss.ID, clients.ClientKeySource{JWKS: next.JWKS(t, "c2")}); err != nil || got.Generation != 2 || got.KeysVersion != 2 {
 		t.Fatalf("rotate-keys of a self-signed client: %+v, %v", got, err)
 	}
+	// A tls_client_auth client's certificate name changes in place: its
+	// generation and keys version rise, so a certificate checked against
+	// the old name (keys version 1) is stale and every token issued before
+	// is dead; no other client takes a certificate name.
+	renamed := clients.TLSSubject{Kind: clients.SubjectDN, Value: "CN=ward2.example,O=St Elsewhere,C=NL"}
+	got, err := e.store.RotateTLSSubject(ctx(t), pki.ID, renamed)
+	if err != nil || got.Generation != 2 || got.KeysVersion != 2 || got.TLSSubject == nil || *got.TLSSubject != renamed {
+		t.Fatalf("RotateTLSSubject = %+v, %v", got, err)
+	}
+	if k, err := e.store.ClientKeys(ctx(t), pki.ID); err != nil || k.Version != "2" || k.TLSSubject == nil || *k.TLSSubject != renamed {
+		t.Fatalf("ClientKeys after RotateTLSSubject = %+v, %v", k, err)
+	}
+	if a := try(pki.ID, true, "1"); a.Outcome != clients.StaleKeys {
+		t.Fatalf("a certificate checked against the old name: %+v", a)
+	}
+	// The certificate refused above (unverified, at keys version 1) is
+	// checked again against the new registration, not remembered as a
+	// repeat of a refused credential.
+	if a := try(pki.ID, true, "2"); a.Outcome != clients.Authenticated || a.Generation != 2 || a.Repeated {
+		t.Fatalf("a certificate checked against the new name: %+v", a)
+	}
+	for _, id := range []string{ss.ID, plain.ID} {
+		if _, err := e.store.RotateTLSSubject(ctx(t), id, renamed); !errors.Is(err, clients.ErrConflict) {
+			t.Fatalf("RotateTLSSubject of a %s client: %v", id, err)
+		}
+	}
+	if _, err := e.store.RotateTLSSubject(ctx(t), pki.ID, clients.TLSSubject{Kind: clients.SubjectSANDNS, Value: "*.example"}); !errors.Is(err, clients.ErrInvalid) {
+		t.Fatalf("RotateTLSSubject to a wildcard: %v", err)
+	}
 	// Revoked: a verified certificate is refused.
 	if _, err := e.store.Revoke(ctx(t), pki.ID); err != nil {
 		t.Fatal(err)
 	}
-	if a := try(pki.ID, true, "1"); a.Outcome != clients.BadCredentials {
+	if a := try(pki.ID, true, "2"); a.Outcome != clients.BadCredentials {
 		t.Fatalf("a revoked client's certificate: %+v", a)
 	}
 }

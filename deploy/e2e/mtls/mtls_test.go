@@ -37,6 +37,7 @@ const (
 	// without its certificate (RFC 8705 section 3).
 	bodyWrongCertificate = `{"detail":"access token is bound to a client certificate: send it over a connection that presents that certificate"}`
 	bodyInvalidClient    = `{"error":"invalid_client","error_description":"Client authentication failed"}`
+	bodyInvalidToken     = `{"detail":"invalid, expired or revoked access token"}`
 )
 
 func TestMain(m *testing.M) { os.Exit(redistest.RunMain(m)) }
@@ -247,6 +248,40 @@ func stolenBoundToken(t *testing.T, s *stack) {
 				t.Errorf("a forged Client-Cert field: %d %s", a.status, a.body)
 			}
 		})
+	}
+}
+
+// TestRenamedCertificate: when a tls_client_auth partner's certificate
+// authority issues it a certificate under a new name, the operator changes
+// the client's registered name in place (`clients rotate-keys CLIENT_ID
+// --tls-san-dns NAME`): the old certificate gets no token and the token it
+// got is dead at once, on both paths; the new certificate gets tokens for
+// the same client id.
+func TestRenamedCertificate(t *testing.T) {
+	s := start(t)
+	id := s.client(t, "old.ward.example")
+	old := s.httpClient(t, s.ca.Issue(clientcerttest.Names{CommonName: "ward", DNSNames: []string{"old.ward.example"}}))
+	renamed := s.httpClient(t, s.ca.Issue(clientcerttest.Names{CommonName: "ward", DNSNames: []string{"new.ward.example"}}))
+	paths := []struct{ name, auth, api string }{{"direct", s.directAuth, s.directAPI}, {"edge", s.edge, s.edge}}
+	before := map[string]string{}
+	for _, p := range paths {
+		before[p.name] = token(t, old, p.auth, id)
+		if a := do(t, renamed, http.MethodPost, p.auth+pathToken, e2etest.Form("grant_type", "client_credentials", "client_id", id)); a.status != http.StatusUnauthorized || a.body != bodyInvalidClient {
+			t.Fatalf("%s: the new name before its registration: %d %s", p.name, a.status, a.body)
+		}
+	}
+	s.CLI(t, "clients", "rotate-keys", id, "--tls-san-dns", "new.ward.example")
+	for _, p := range paths {
+		if a := do(t, old, http.MethodGet, p.api+pathMe, "", e2etest.Bearer(before[p.name])); a.status != http.StatusUnauthorized || a.body != bodyInvalidToken {
+			t.Errorf("%s: the old certificate's token after the change: %d %s", p.name, a.status, a.body)
+		}
+		if a := do(t, old, http.MethodPost, p.auth+pathToken, e2etest.Form("grant_type", "client_credentials", "client_id", id)); a.status != http.StatusUnauthorized || a.body != bodyInvalidClient {
+			t.Errorf("%s: the old certificate after the change: %d %s", p.name, a.status, a.body)
+		}
+		tok := token(t, renamed, p.auth, id)
+		if a := do(t, renamed, http.MethodGet, p.api+pathMe, "", e2etest.Bearer(tok)); a.status != http.StatusOK || !strings.Contains(a.body, `"client_id":"`+id+`"`) {
+			t.Errorf("%s: the new certificate's token: %d %s", p.name, a.status, a.body)
+		}
 	}
 }
 

@@ -15,13 +15,13 @@
 local k_client = KEYS[1] -- the client record
 local k_audit = KEYS[2] -- its audit list
 local k_nonce = KEYS[3] -- the nonce of its last change (kept five minutes)
-local k_public_keys = KEYS[4] -- its public keys (rotate_keys.lua; unused by the others)
+local k_public_keys = KEYS[4] -- its public keys or certificate name (rotate_keys.lua; unused by the others)
 local a_at = ARGV[1] -- the change's time (ms)
 local a_audit_cap = ARGV[2] -- the audit list's cap
 local a_nonce = ARGV[3] -- this change's nonce
 local a_actor = ARGV[4] -- the actor's audit fields (audit.LineActor)
-local a_value = ARGV[5] -- the change's value: a digest, a secret id, a key set, a limit, a flag ('' for none)
-local a_field = ARGV[6] -- the limit's field (set_limit.lua) (optional: nil when not sent)
+local a_value = ARGV[5] -- the change's value: a digest, a secret id, a key set or certificate name, a limit, a flag ('' for none)
+local a_field = ARGV[6] -- the limit's field (set_limit.lua); 'tls_subject' when the value is a certificate name (rotate_keys.lua) (optional: nil when not sent)
 local NOT_FOUND = 0 -- no such client
 local CHANGED = 1 -- changed (or the same change, by its nonce, made before)
 local REVOKED = -1 -- the client is revoked

@@ -1,11 +1,18 @@
 -- pkg/clients/lua/rotate_keys.lua: replace a private_key_jwt (or
--- self_signed_tls_client_auth) client's
--- public keys and raise its generation (Store.RotateKeys). After
--- change.lua, whose KEYS, ARGV and reply it has; k_public_keys is the client's
--- keys, a_value the new key set (the JSON of ClientKeySource.blob).
-local done, gen, _, keyed = change_begin()
+-- self_signed_tls_client_auth) client's public keys, or a tls_client_auth
+-- client's certificate name, and raise its generation (Store.RotateKeys,
+-- Store.RotateTLSSubject). After change.lua, whose KEYS, ARGV and reply it
+-- has; k_public_keys is the client's keys, a_value the new key set (the
+-- JSON of ClientKeySource.blob) or, when a_field is 'tls_subject', its new
+-- certificate name (TLSSubject.blob).
+local done, gen, secretless, keyed = change_begin()
 if done then return done end
-if not keyed then return reply(WRONG_METHOD, gen) end
+if a_field == 'tls_subject' then
+  -- tls_client_auth: neither a secret nor keys.
+  if not secretless or keyed then return reply(WRONG_METHOD, gen) end
+elseif not keyed then
+  return reply(WRONG_METHOD, gen)
+end
 gen = redis.call('HINCRBY', k_client, 'generation', 1)
 redis.call('HINCRBY', k_client, 'keys_version', 1)
 redis.call('SET', k_public_keys, a_value)
