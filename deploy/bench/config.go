@@ -51,6 +51,12 @@ type config struct {
 	// instead of the single redis-server (0: the single node), each with
 	// RedisClusterReplicas replicas.
 	RedisCluster, RedisClusterReplicas int
+	// Admin runs the token service with its admin listener on (a free
+	// loopback port), as a deployment with the console has it: the
+	// console's usage sampler then reads every client's limiter windows a
+	// second after each minute starts (clients.SampleUsage), beside the
+	// measured load. Off, the default, as in a deployment without it.
+	Admin bool
 	// Install lets the harness apt-get install a missing wrk or redis-server.
 	Install bool
 	// Keep leaves the work directory (logs, data files) in place.
@@ -108,6 +114,7 @@ func parseConfig(args []string) (config, error) {
 	fs.Var(&cfg.AutoPipeline, "autopipeline", "both servers' REDIS_AUTOPIPELINE: auto (their default: on), true or false; alone: true")
 	fs.IntVar(&cfg.RedisCluster, "redis-cluster", 0, "run a Redis Cluster of this many primaries instead of one redis-server (0: one node)")
 	fs.IntVar(&cfg.RedisClusterReplicas, "redis-cluster-replicas", 0, "replicas per primary of --redis-cluster")
+	fs.BoolVar(&cfg.Admin, "admin", false, "run the token service with its admin listener and console on (their usage sampler reads every client's limiter windows once a minute)")
 	fs.BoolVar(&cfg.Install, "install", false, "apt-get install wrk and redis-server when missing")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the work directory (logs, wrk scripts and data)")
 	fs.BoolVar(&cfg.Quick, "quick", false, "CI setting: "+quickSummary())

@@ -73,7 +73,12 @@
 //	go run ./deploy/bench [--concurrency 64] [--duration 20s] [--reps 3]
 //	                      [--clients 1,1000,100000] [--scenarios A,B] [--out FILE] [--quick]
 //	                      [--autopipeline[=auto|true|false]] [--redis-cluster N [--redis-cluster-replicas R]]
-//	                      [--hydra-bin PATH] [--pgo-out DIR] [--profiles DIR]
+//	                      [--hydra-bin PATH] [--pgo-out DIR] [--profiles DIR] [--admin]
+//
+// --admin runs the token service with its admin listener on a free
+// loopback port, as a deployment with the operator console has it: the
+// console's usage sampler then reads every client's limiter windows once a
+// minute beside the measured load (off by default).
 //
 // --redis-cluster N runs a Redis Cluster of N primaries instead of the one
 // redis-server (0, the default: one node), each with R replicas

@@ -346,8 +346,16 @@ func (s *stack) start(ctx context.Context) error {
 	}
 	// Each server's metrics listener on a free port: served as in
 	// production, never in the way of another run's; no admin API (its
-	// default port would be).
-	env := []string{"REDIS_URL=" + s.redisURL, "METRICS_ADDR=127.0.0.1:0", "ADMIN_ADDR=off"}
+	// default port would be) but with --admin, on a free port.
+	admin := "off"
+	if s.cfg.Admin {
+		port, err := freePort()
+		if err != nil {
+			return err
+		}
+		admin = "127.0.0.1:" + strconv.Itoa(port)
+	}
+	env := []string{"REDIS_URL=" + s.redisURL, "METRICS_ADDR=127.0.0.1:0", "ADMIN_ADDR=" + admin}
 	if !s.cfg.AutoPipeline.Auto() {
 		env = append(env, "REDIS_AUTOPIPELINE="+s.cfg.AutoPipeline.String())
 	}

@@ -21,12 +21,6 @@ import (
 	"github.com/partnerapi/authplatform/pkg/logtest"
 )
 
-// BuildTags are the build tags of the shipped binaries (deploy/Dockerfile):
-// grpcnotrace leaves out gRPC's golang.org/x/net/trace pages (gRPC comes
-// with the OTLP exporter), whose html/template would make the linker keep
-// every exported method (resourceserver's TestBinaryLinksNoRendering).
-const BuildTags = "grpcnotrace"
-
 // StartTimeout bounds the wait for a process to be ready.
 const StartTimeout = 30 * time.Second
 
@@ -74,18 +68,27 @@ var built struct {
 	err  error
 }
 
-// BuildServers builds authserver and resourceserver as the Dockerfile does
-// (static, trimmed), once per test binary, and returns their directory.
+// BuildServers builds authserver and resourceserver once per test binary
+// and returns their directory.
+//
+// They are built with the test binaries' build configuration (cgo as this
+// machine has it, paths not trimmed, no build tags), not the Dockerfile's
+// (CGO_ENABLED=0 -trimpath -tags grpcnotrace): each of those settings
+// changes every package's build ID, so a build that used them compiled the
+// whole dependency tree a second time on a fresh machine. There, with an
+// empty build cache, the README's test command ran 21 min 55 s on two
+// cores, 4.5 min of it this build (deploy/docs and deploy/e2e/adminholes
+// waiting on it); with the tests' configuration the same build links only.
+// What the Dockerfile's settings change (a static binary; gRPC without its
+// trace pages) is tested on the shipped build: resourceserver's
+// TestBinaryLinksNoRendering and deploy/compose-ci.
 //
 // The directory is kept between runs, in the user's cache
 // (os.UserCacheDir), one per checkout: go build leaves a binary whose
 // build ID says it is up to date as it is, so a run on unchanged sources
-// links nothing. On 2026-11-28's two-core machine the build of both took
-// 4.3 s of CPU on a warm build cache (the link), 0.7 s with both up to
-// date, in each of the two test binaries that build them
-// (deploy/e2e/topology and deploy/e2e/clients, which go test runs at
-// once). A lock (lockBuild) serialises their builds, so that one does not
-// replace a binary while the other is checking or writing it.
+// links nothing. A lock (lockBuild) serialises the builds of the test
+// binaries that go test runs at once, so that one does not replace a
+// binary while another is checking or writing it.
 func BuildServers(t testing.TB) string {
 	t.Helper()
 	built.once.Do(func() { built.dir, built.err = buildServers(RepoRoot(t)) })
@@ -119,9 +122,8 @@ func buildServers(repo string) (string, error) {
 		return "", err
 	}
 	defer unlock()
-	cmd := exec.Command("go", "build", "-tags", BuildTags, "-trimpath", "-ldflags=-s -w", "-o", dir+string(filepath.Separator), "./authserver", "./resourceserver")
+	cmd := exec.Command("go", "build", "-ldflags=-s -w", "-o", dir+string(filepath.Separator), "./authserver", "./resourceserver")
 	cmd.Dir = repo
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build ./authserver ./resourceserver: %v\n%s", err, out)
 	}
