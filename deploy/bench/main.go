@@ -346,16 +346,9 @@ func (s *stack) start(ctx context.Context) error {
 	}
 	// Each server's metrics listener on a free port: served as in
 	// production, never in the way of another run's; no admin API (its
-	// default port would be) but with --admin, on a free port.
-	admin := "off"
-	if s.cfg.Admin {
-		port, err := freePort()
-		if err != nil {
-			return err
-		}
-		admin = "127.0.0.1:" + strconv.Itoa(port)
-	}
-	env := []string{"REDIS_URL=" + s.redisURL, "METRICS_ADDR=127.0.0.1:0", "ADMIN_ADDR=" + admin}
+	// default port would be) but on the measured token service with
+	// --admin, on a free port.
+	env := []string{"REDIS_URL=" + s.redisURL, "METRICS_ADDR=127.0.0.1:0", "ADMIN_ADDR=off"}
 	if !s.cfg.AutoPipeline.Auto() {
 		env = append(env, "REDIS_AUTOPIPELINE="+s.cfg.AutoPipeline.String())
 	}
@@ -368,6 +361,14 @@ func (s *stack) start(ctx context.Context) error {
 	authEnv, err := s.serverEnv(env, "authserver")
 	if err != nil {
 		return err
+	}
+	if s.cfg.Admin {
+		port, err := freePort()
+		if err != nil {
+			return err
+		}
+		// (the last of a duplicated variable is the one a process gets)
+		authEnv = append(authEnv, "ADMIN_ADDR=127.0.0.1:"+strconv.Itoa(port))
 	}
 	port, err := freePort()
 	if err != nil {
