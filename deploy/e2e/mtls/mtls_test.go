@@ -66,7 +66,9 @@ type stack struct {
 	// their auth and api halves for direct; plainEdge is the edge's plain
 	// site.
 	directAuth, directAPI, edge, plainEdge string
-	roots                                  *x509.CertPool
+	// directAdmin is the direct token service's admin API, over TLS too.
+	directAdmin string
+	roots       *x509.CertPool
 }
 
 func (s *stack) write(t *testing.T, name string, data []byte) string {
@@ -107,9 +109,12 @@ func startOn(t *testing.T, redisURL string) *stack {
 		return append([]string{"serve", "--addr", addr, "--metrics-addr", "off", "--admin-addr", "off", "--keys", keys,
 			"--issuer", issuer, "--audience", audience, "--client-ca", s.caFile}, extra...)
 	}
-	edgeAuth, directAuth := freeAddr(t), freeAddr(t)
+	edgeAuth, directAuth, directAdmin := freeAddr(t), freeAddr(t), freeAddr(t)
+	_, dmp, _ := net.SplitHostPort(directAdmin)
+	s.directAdmin = "https://localhost:" + dmp
 	pa := e2etest.StartProcess(t, "authserver-edge", s.Env, authBin, authArgs(edgeAuth, "--trusted-proxies", "127.0.0.1/32")...)
-	da := e2etest.StartProcess(t, "authserver-direct", s.Env, authBin, authArgs(directAuth, "--tls-cert", certFile, "--tls-key", keyFile)...)
+	da := e2etest.StartProcess(t, "authserver-direct", s.Env, authBin, authArgs(directAuth, "--tls-cert", certFile, "--tls-key", keyFile,
+		"--admin-addr", directAdmin, "--admin-base-url", s.directAdmin)...)
 	jwks := "http://" + edgeAuth + "/.well-known/jwks.json"
 	apiArgs := func(addr, base string, extra ...string) []string {
 		return append([]string{"serve", "--addr", addr, "--metrics-addr", "off", "--jwks-url", jwks, "--issuer", issuer,
@@ -127,6 +132,7 @@ func startOn(t *testing.T, redisURL string) *stack {
 	e2etest.WaitOK(t, "http://"+edgeAuth+"/readyz", pa)
 	e2etest.WaitOK(t, s.plainEdge+"/readyz", edge, pr, pa)
 	waitTLS(t, s.directAuth+"/readyz", s.roots, da)
+	waitTLS(t, s.directAdmin+"/admin/v1/openapi.json", s.roots, da)
 	waitTLS(t, s.directAPI+"/readyz", s.roots, dr)
 	waitTLS(t, s.edge+"/readyz", s.roots, edge)
 	return s
@@ -248,6 +254,43 @@ func stolenBoundToken(t *testing.T, s *stack) {
 				t.Errorf("a forged Client-Cert field: %d %s", a.status, a.body)
 			}
 		})
+	}
+}
+
+// TestCertificateBoundOperatorToken: an operator's token, requested with
+// its secret by x/oauth2 over a connection presenting a certificate, is
+// bound to that certificate (RFC 8705 section 3), and the admin API, whose
+// listener ends TLS like the token endpoint's, admits it over that
+// certificate only: another certificate, or none, gets 401 invalid_token
+// in the problem shape.
+func TestCertificateBoundOperatorToken(t *testing.T) {
+	s := start(t)
+	var op struct {
+		ID     string `json:"client_id"`
+		Secret string `json:"client_secret"`
+	}
+	if out := s.CLI(t, "operators", "create", "--name", "ops", "--json"); json.Unmarshal(out, &op) != nil || op.Secret == "" {
+		t.Fatalf("operators create: %s", out)
+	}
+	mine := s.httpClient(t, clientcerttest.SelfSigned(clientcerttest.Names{CommonName: "operator"}))
+	cc := clientcredentials.Config{ClientID: op.ID, ClientSecret: op.Secret, TokenURL: s.directAuth + pathToken}
+	tok, err := cc.Token(context.WithValue(t.Context(), oauth2.HTTPClient, mine))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := do(t, mine, http.MethodGet, s.directAdmin+"/admin/v1/orgs", "", e2etest.Bearer(tok.AccessToken)); a.status != http.StatusOK {
+		t.Fatalf("the admin API over the token's certificate: %d %s", a.status, a.body)
+	}
+	const refused = `"detail":"the token is bound to a client certificate: call over a connection that presents that certificate"`
+	for name, c := range map[string]*http.Client{
+		"another certificate": s.httpClient(t, clientcerttest.SelfSigned(clientcerttest.Names{CommonName: "operator"})),
+		"no certificate":      s.httpClient(t, nil),
+	} {
+		a := do(t, c, http.MethodGet, s.directAdmin+"/admin/v1/orgs", "", e2etest.Bearer(tok.AccessToken))
+		if a.status != http.StatusUnauthorized || !strings.Contains(a.body, refused) || !strings.Contains(a.body, `"code":"invalid_token"`) ||
+			a.header.Get("Content-Type") != "application/problem+json" {
+			t.Errorf("the admin API over %s: %d %s %s", name, a.status, a.header.Get("Content-Type"), a.body)
+		}
 	}
 }
 
