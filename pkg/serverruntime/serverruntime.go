@@ -21,6 +21,7 @@ import (
 	"github.com/partnerapi/authplatform/pkg/httpserver"
 	"github.com/partnerapi/authplatform/pkg/logging"
 	"github.com/partnerapi/authplatform/pkg/metrics"
+	"github.com/partnerapi/authplatform/pkg/otlptracing"
 	"github.com/partnerapi/authplatform/pkg/redisconn"
 	"github.com/partnerapi/authplatform/pkg/serveconfig"
 	"github.com/partnerapi/authplatform/pkg/tracing"
@@ -160,7 +161,7 @@ func (r *Runtime) openLogger(w io.Writer) error {
 // opened and no request pays for it) and, at Close, flushes the spans
 // still queued before the logger closes.
 func (r *Runtime) openTracing(ctx context.Context, cfg tracing.Config) error {
-	t, err := tracing.Open(ctx, cfg, buildinfo.Read().Version, r.logger)
+	t, err := otlptracing.Open(ctx, cfg, buildinfo.Read().Version, r.logger)
 	if err != nil {
 		return cli.AsUsage(err)
 	}
