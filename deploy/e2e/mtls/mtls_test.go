@@ -42,15 +42,13 @@ const (
 
 func TestMain(m *testing.M) { os.Exit(redistest.RunMain(m)) }
 
-// freeAddr is a free loopback host:port.
+// freeAddr is a free loopback host:port, from redistest.FreePort's range
+// below the kernel's ephemeral ports: a port 0 listener's pick could be
+// taken by an outgoing connection before the edge bound it (CI failed
+// once: "bind: address already in use" on the edge's TLS port).
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
+	return "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
 }
 
 // stack is one Redis, two pairs of servers (the real binaries) and the
