@@ -1,5 +1,6 @@
 // Package tracing is the servers' OpenTelemetry tracing, opened once per
-// serving process by package serverruntime: off unless an OTLP endpoint is
+// serving process by package serverruntime (with package otlptracing's
+// exporters, which are not linked here): off unless an OTLP endpoint is
 // set (OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) or
 // OTEL_TRACES_EXPORTER=otlp, and configured by the OpenTelemetry
 // specification's OTEL_* environment variables alone (ParseConfig: the
