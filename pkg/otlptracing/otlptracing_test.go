@@ -9,12 +9,16 @@ import (
 	"github.com/partnerapi/authplatform/pkg/tracing"
 )
 
+// env is getenv of the variables of kv (name, value pairs) alone.
 func env(kv ...string) func(string) string {
-	m := map[string]string{}
-	for i := 0; i+1 < len(kv); i += 2 {
-		m[kv[i]] = kv[i+1]
+	return func(name string) string {
+		for i := 0; i+1 < len(kv); i += 2 {
+			if kv[i] == name {
+				return kv[i+1]
+			}
+		}
+		return ""
 	}
-	return func(k string) string { return m[k] }
 }
 
 // TestOpenClose: Open dials nothing (an exporter connects on its first
