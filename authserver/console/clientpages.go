@@ -134,12 +134,8 @@ func (c *Console) orgAction(w http.ResponseWriter, r *http.Request, s *session) 
 			return
 		}
 	case clients.AuthTLSClient:
-		// RFC 8705 section 2.1.2: one name of the certificate; the admin
-		// API checks it (every problem listed).
 		body["auth_method"] = m
-		if kind := f.Get("tls_subject_kind"); slices.Contains(clients.SubjectKinds, kind) {
-			body[kind] = strings.TrimSpace(f.Get("tls_subject"))
-		}
+		subjectBody(f, body)
 	}
 	a := c.api(r, s, http.MethodPost, "/clients", body, s.idem)
 	if c.refused(w, r, s, a) {
@@ -173,6 +169,15 @@ func keysBody(f url.Values, body map[string]any) string {
 		return "A " + f.Get("auth_method") + " client needs its public keys: paste a JWK set or give a jwks_uri."
 	}
 	return ""
+}
+
+// subjectBody puts the form's certificate name (RFC 8705 section 2.1.2:
+// its kind, one of clients.SubjectKinds, and its value) into body; the
+// admin API checks it, every problem listed.
+func subjectBody(f url.Values, body map[string]any) {
+	if kind := f.Get("tls_subject_kind"); slices.Contains(clients.SubjectKinds, kind) {
+		body[kind] = strings.TrimSpace(f.Get("tls_subject"))
+	}
 }
 
 func nonNil(s []string) []string {
@@ -260,12 +265,8 @@ func (c *Console) clientAction(w http.ResponseWriter, r *http.Request, s *sessio
 		a = c.api(r, s, http.MethodPut, path("clients", id, "keys"), body, idem)
 		notice = "Replaced the client's public keys: tokens issued before stopped working."
 	case "tls-subject":
-		// RFC 8705 section 2.1.2: the certificate's new name; the admin
-		// API checks it.
 		body := map[string]any{}
-		if kind := f.Get("tls_subject_kind"); slices.Contains(clients.SubjectKinds, kind) {
-			body[kind] = strings.TrimSpace(f.Get("tls_subject"))
-		}
+		subjectBody(f, body)
 		a = c.api(r, s, http.MethodPut, path("clients", id, "keys"), body, idem)
 		notice = "Changed the client's certificate name: certificates under the old name and tokens issued before stopped working."
 	default:

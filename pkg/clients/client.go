@@ -153,7 +153,7 @@ func (s *Store) change(ctx context.Context, script *luascript.Script, what, id, 
 				m = AuthClientSecret
 			}
 			return 0, refuse(ErrConflict, "client %s authenticates with %s, not a certificate name (%s only)", id, m, AuthTLSClient)
-		case c.AuthMethod == AuthTLSClient:
+		case m == AuthTLSClient:
 			return 0, refuse(ErrConflict, "client %s authenticates with a certificate its CA issued (tls_client_auth): it has no secret or keys; change its certificate name (rotate-keys with a tls_client_auth_* name), or revoke it", id)
 		case script == rotateKeysScript:
 			return 0, refuse(ErrConflict, "client %s authenticates with a secret, not keys (rotate-secret)", id)
