@@ -235,8 +235,9 @@ caddy_validate UPSTREAMS=static CADDY_ADMIN=off EDGE_BIND=127.0.0.1 EDGE_PORT=18
 	AUTH_UPSTREAMS="127.0.0.1:18081 127.0.0.1:18082" RESOURCE_UPSTREAMS="127.0.0.1:18083 127.0.0.1:18084"
 
 step "deploy/Dockerfile: Go version, build command, non-root distroless stages"
-build="CGO_ENABLED=0 go build -tags grpcnotrace -trimpath -ldflags='-s -w' -o /out/ ./authserver ./resourceserver"
-grep -qF "RUN $build" deploy/Dockerfile || fail "deploy/Dockerfile no longer builds with: $build"
+build="CGO_ENABLED=0 go build -tags grpcnotrace -trimpath -ldflags='-s -w' -pgo=\$s/release.pgo -o /out/ ./\$s"
+grep -qF "$build" deploy/Dockerfile || fail "deploy/Dockerfile no longer builds with: $build"
+grep -qF "for s in authserver resourceserver; do" deploy/Dockerfile || fail "deploy/Dockerfile no longer builds both servers"
 gomod_version="$(awk '$1 == "go" { print $2 }' go.mod)"
 grep -qx "ARG GO_VERSION=$gomod_version" deploy/Dockerfile || fail "deploy/Dockerfile's GO_VERSION is not go.mod's $gomod_version"
 stages="$(grep -c '^FROM gcr.io/distroless/static-debian12:' deploy/Dockerfile)"
@@ -245,9 +246,10 @@ users="$(grep -c '^USER 65532:65532$' deploy/Dockerfile)"
 [ "$stages" -eq 3 ] && [ "$users" -eq 3 ] || fail "deploy/Dockerfile: want 3 distroless stages, each USER 65532:65532 (got $stages, $users)"
 
 step "go build, as deploy/Dockerfile does"
-CGO_ENABLED=0 go build -tags grpcnotrace -trimpath -ldflags='-s -w' -o "$tmp/bin/" ./authserver ./resourceserver
 for bin in authserver resourceserver; do
+	CGO_ENABLED=0 go build -tags grpcnotrace -trimpath -ldflags='-s -w' -pgo="$bin/release.pgo" -o "$tmp/bin/" "./$bin" || fail "go build ./$bin failed"
 	go version -m "$tmp/bin/$bin" | grep -q 'CGO_ENABLED=0' || fail "$bin is not a static (CGO_ENABLED=0) build"
+	go version -m "$tmp/bin/$bin" | grep -q -- "-pgo=.*$bin/release.pgo" || fail "$bin is not built with $bin/release.pgo"
 	"$tmp/bin/$bin" help >/dev/null || fail "$bin help failed"
 done
 

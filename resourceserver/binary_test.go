@@ -17,7 +17,8 @@ import (
 )
 
 // maxBinarySize is the resource server's size budget as deploy/Dockerfile
-// builds it (go build -tags grpcnotrace -trimpath -ldflags='-s -w'):
+// builds it (go build -tags grpcnotrace -trimpath -ldflags='-s -w'
+// -pgo=resourceserver/release.pgo):
 // 35 MB. Without the tag gRPC, which the OTLP exporter links, brings
 // golang.org/x/net/trace's template pages, whose execution keeps every
 // exported method (56 MB unstripped; 37.5 MB unstripped with it). Validating the OpenAPI document with
@@ -49,11 +50,11 @@ func TestBinaryLinksNoRendering(t *testing.T) {
 		}
 	}
 
-	// Both builds compile as deploy/Dockerfile does (static, trimmed), so
-	// that they share the build cache's packages with each other and with
-	// the end-to-end suites' build of the servers; only the links differ.
+	// Both builds compile as deploy/Dockerfile does (static, trimmed, with
+	// the release profile), so that they share the build cache's packages
+	// with each other; only the links differ.
 	build := func(out, ldflags string) *exec.Cmd {
-		cmd := exec.Command("go", "build", "-tags", "grpcnotrace", "-trimpath", "-ldflags="+ldflags, "-o", out, ".")
+		cmd := exec.Command("go", "build", "-tags", "grpcnotrace", "-trimpath", "-ldflags="+ldflags, "-pgo=release.pgo", "-o", out, ".")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		return cmd
 	}

@@ -18,7 +18,7 @@ import (
 
 // runBudget bounds a harness run in these tests: the run itself takes
 // under two minutes, but its go build of the servers, with their
-// profile-guided optimization (default.pgo), compiles their whole
+// profile-guided optimization (release.pgo), compiles their whole
 // dependency tree anew when the build cache has no such build yet (over
 // three minutes on two cores).
 const runBudget = 10 * time.Minute
@@ -105,7 +105,7 @@ func TestQuickRun(t *testing.T) {
 // authcheck floor with --pgo-out and --profiles: each server serves its
 // profiles (PPROF), the ceiling too (--pprof-addr), the harness takes a
 // CPU profile of each run, and writes one merged profile per server where
-// go build takes it (<dir>/<server>/default.pgo), holding the server's own
+// the release build takes it (<dir>/<server>/release.pgo), holding the server's own
 // handlers. The report names the profiles the module's binaries were
 // built with: the ones committed beside their main packages. --profiles
 // keeps every run's profile, the floor's included, and the report tells
@@ -128,7 +128,7 @@ func TestProfileGuided(t *testing.T) {
 		"authserver":     "tokenserver.(*Server).handleIntrospect",
 		"resourceserver": "resourceserver/api.",
 	} {
-		file := filepath.Join(dir, server, "default.pgo")
+		file := filepath.Join(dir, server, "release.pgo")
 		b, err := os.ReadFile(file)
 		if err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
 			t.Errorf("%s: %v, want a gzipped profile (%d bytes)", file, err, len(b))
@@ -142,7 +142,7 @@ func TestProfileGuided(t *testing.T) {
 			t.Errorf("no word of %s in the log:\n%s", file, stderr.String())
 		}
 	}
-	for _, want := range []string{"Build (profile-guided optimization): authserver with authserver/default.pgo, resourceserver with resourceserver/default.pgo, ceiling without a profile",
+	for _, want := range []string{"Build (profile-guided optimization): authserver with authserver/release.pgo, resourceserver with resourceserver/release.pgo, ceiling without a profile",
 		"Profiled (--pgo-out " + dir + ")", "Profiled (--profiles " + kept + ")"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, stdout.String())

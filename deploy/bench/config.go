@@ -71,9 +71,9 @@ type config struct {
 	// hydra-token and hydra-introspect scenarios ("": no Hydra).
 	HydraBin string
 	// PGOOut is a directory to write the servers' CPU profiles under, as
-	// PGOOut/authserver/default.pgo (the token and introspection runs)
-	// and PGOOut/resourceserver/default.pgo (the /me runs): the profiles
-	// go build takes for profile-guided optimization ("": none). The
+	// PGOOut/authserver/release.pgo (the token and introspection runs)
+	// and PGOOut/resourceserver/release.pgo (the /me runs): the profiles
+	// the release build gives go build -pgo ("": none). The
 	// servers then run with PPROF=true, and each of those runs is profiled
 	// for its --duration.
 	PGOOut string
@@ -119,7 +119,7 @@ func parseConfig(args []string) (config, error) {
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the work directory (logs, wrk scripts and data)")
 	fs.BoolVar(&cfg.Quick, "quick", false, "CI setting: "+quickSummary())
 	fs.StringVar(&cfg.HydraBin, "hydra-bin", "", "also start this Ory Hydra binary (deploy/bench/hydra/build.sh) and measure its token and introspection endpoints side by side")
-	fs.StringVar(&cfg.PGOOut, "pgo-out", "", "profile the servers during the token, introspect and me runs and write DIR/authserver/default.pgo and DIR/resourceserver/default.pgo (--pgo-out . from the module's root refreshes the profiles the binaries are built with)")
+	fs.StringVar(&cfg.PGOOut, "pgo-out", "", "profile the servers during the token, introspect and me runs and write DIR/authserver/release.pgo and DIR/resourceserver/release.pgo (--pgo-out . from the module's root refreshes the profiles the binaries are built with)")
 	fs.StringVar(&cfg.Profiles, "profiles", "", "profile the process serving every run at the largest registry (the servers, the ceiling for the ceilings and floors; not Hydra), keep the profiles in DIR and add \"Where the CPU goes\" to the report: each scenario's CPU per request by part, and each endpoint's over its floor's")
 	only := fs.String("scenarios", strings.Join(ownScenarios(), ","), "comma-separated scenarios to run (for profiling one endpoint; hydra-token and hydra-introspect need --hydra-bin)")
 	if err := fs.Parse(args); err != nil {

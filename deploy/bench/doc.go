@@ -113,9 +113,9 @@
 // a metrics port the harness picks), takes a CPU profile of each server
 // through every token and introspect run (the authserver) and me run (the
 // resourceserver), for the run's --duration, and merges them per server
-// with go tool pprof -proto into DIR/authserver/default.pgo and
-// DIR/resourceserver/default.pgo: the profiles go build takes for the
-// servers' profile-guided optimization. From the module's root, --pgo-out .
+// with go tool pprof -proto into DIR/authserver/release.pgo and
+// DIR/resourceserver/release.pgo: the profiles the release build
+// (deploy/Dockerfile, and this harness) gives go build -pgo. From the module's root, --pgo-out .
 // refreshes the committed ones. The report's settings name the profile
 // each binary under test was built with (go version -m).
 //

@@ -108,13 +108,20 @@ func fetchProfile(ctx context.Context, url, file string) error {
 	return os.WriteFile(file, body, 0o644)
 }
 
+// releaseProfile is the path, from the module's root, of the CPU profile
+// the server called name is built with (deploy/Dockerfile's go build
+// -pgo). It is not the main package's default.pgo, which go build, go run
+// and go test would take on their own: each such build compiles the whole
+// dependency tree once more with the profile, and a fresh machine's first
+// go test ./... compiled it four times (deploy/docs/testing.md).
+func releaseProfile(name string) string { return filepath.Join(name, "release.pgo") }
+
 // writePGO merges each server's profiles (go tool pprof -proto: the
 // toolchain's own merge, as the PGO guide does it) into
-// dir/<server>/default.pgo, where go build finds it for the server's main
-// package.
+// dir/<server>/release.pgo (releaseProfile).
 func writePGO(ctx context.Context, dir string, profiles map[string][]string, logf func(string, ...any)) error {
 	for _, server := range slices.Sorted(maps.Keys(profiles)) {
-		out := filepath.Join(dir, server, "default.pgo")
+		out := filepath.Join(dir, releaseProfile(server))
 		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 			return err
 		}
@@ -133,8 +140,8 @@ func writePGO(ctx context.Context, dir string, profiles map[string][]string, log
 
 // describeBuild says which profile each binary under test was built with
 // (go version -m: the build's -pgo setting), for the report's settings:
-// go build takes a main package's default.pgo on its own (-pgo=auto), so a
-// measurement of the module's servers is a measurement of their profiles.
+// the harness builds the module's servers with their release profiles, so
+// a measurement of them is a measurement of their profiles.
 func describeBuild(ctx context.Context, bins binaries) string {
 	var parts []string
 	for _, b := range []struct{ name, path string }{{"authserver", bins.auth}, {"resourceserver", bins.resource}, {"ceiling", bins.ceiling}} {
@@ -144,7 +151,7 @@ func describeBuild(ctx context.Context, bins binaries) string {
 }
 
 // pgoOf is the profile path binary was built with, by its last two path
-// elements ("authserver/default.pgo"), "without a profile", or "unknown"
+// elements ("authserver/release.pgo"), "without a profile", or "unknown"
 // when go version -m cannot read it.
 func pgoOf(ctx context.Context, binary string) string {
 	out, err := exec.CommandContext(ctx, "go", "version", "-m", binary).Output()

@@ -78,26 +78,29 @@ func moduleRoot(ctx context.Context) (string, error) {
 type binaries struct{ auth, resource, ceiling string }
 
 // build compiles the servers (unless prebuilt ones were given) and the
-// ceiling into dir, in one go build so that they share its work.
+// ceiling into dir, as deploy/Dockerfile builds the servers: each with its
+// release profile (releaseProfile), so one go build per server.
 func build(ctx context.Context, cfg config, dir string) (binaries, error) {
 	root, err := moduleRoot(ctx)
 	if err != nil {
 		return binaries{}, err
 	}
 	bin := binaries{auth: cfg.AuthserverBin, resource: cfg.ResourceserverBin, ceiling: filepath.Join(dir, "ceiling")}
-	pkgs := []string{"./deploy/bench/ceiling"}
+	builds := [][]string{{"-pgo=off", "./deploy/bench/ceiling"}}
 	if bin.auth == "" {
 		bin.auth = filepath.Join(dir, "authserver")
-		pkgs = append(pkgs, "./authserver")
+		builds = append(builds, []string{"-pgo=" + releaseProfile("authserver"), "./authserver"})
 	}
 	if bin.resource == "" {
 		bin.resource = filepath.Join(dir, "resourceserver")
-		pkgs = append(pkgs, "./resourceserver")
+		builds = append(builds, []string{"-pgo=" + releaseProfile("resourceserver"), "./resourceserver"})
 	}
-	cmd := exec.CommandContext(ctx, "go", append([]string{"build", "-tags", "grpcnotrace", "-o", dir + string(filepath.Separator)}, pkgs...)...)
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return binaries{}, fmt.Errorf("go build %s: %w\n%s", strings.Join(pkgs, " "), err, out)
+	for _, args := range builds {
+		cmd := exec.CommandContext(ctx, "go", append([]string{"build", "-tags", "grpcnotrace", "-o", dir + string(filepath.Separator)}, args...)...)
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return binaries{}, fmt.Errorf("go build %s: %w\n%s", strings.Join(args, " "), err, out)
+		}
 	}
 	for _, p := range []string{bin.auth, bin.resource} {
 		if _, err := os.Stat(p); err != nil {

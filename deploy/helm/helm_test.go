@@ -25,21 +25,29 @@ const (
 	namespace = "partner"
 )
 
-// helmBin is the pinned Helm binary, found (or built) once per test binary.
+// helmBin is the pinned Helm binary, found once per test binary.
 var helmBin struct {
 	once sync.Once
 	path string
 	err  error
 }
 
+// errNoHelm is findHelm's answer when the pinned binary is not built.
+var errNoHelm = errors.New("the pinned Helm is not built")
+
 // helm returns the path of the Helm binary that deploy/helm/tool/go.mod
-// pins, in the user's cache (build-helm.sh puts it there). A missing one
-// is built from the tool module (a few minutes the first time), but not
-// under CI=true, where .ci/run builds it first and its absence is a
-// failure. The binary must say it is the pinned version.
+// pins, in the user's cache (build-helm.sh puts it there). Without it the
+// test is skipped, as deploy/e2e/tracing is without its Jaeger: building
+// Helm and client-go takes minutes on two cores, more than a newcomer's
+// whole first run of the README's test command should. Under CI=true,
+// where .ci/run builds it first, its absence is a failure. The binary must
+// say it is the pinned version.
 func helm(t *testing.T) string {
 	t.Helper()
 	helmBin.once.Do(func() { helmBin.path, helmBin.err = findHelm(e2etest.RepoRoot(t)) })
+	if errors.Is(helmBin.err, errNoHelm) && os.Getenv("CI") != "true" {
+		t.Skip(helmBin.err)
+	}
 	if helmBin.err != nil {
 		t.Fatal(helmBin.err)
 	}
@@ -61,13 +69,7 @@ func findHelm(repo string) (string, error) {
 	}
 	bin := filepath.Join(cache, "partnerapi", "helm-"+version, "helm")
 	if _, err := os.Stat(bin); errors.Is(err, os.ErrNotExist) {
-		if os.Getenv("CI") == "true" {
-			return "", fmt.Errorf("%s is missing and CI=true does not build it here: run bash deploy/helm/build-helm.sh first", bin)
-		}
-		build := exec.Command("bash", filepath.Join(repo, "deploy", "helm", "build-helm.sh"))
-		if out, err := build.CombinedOutput(); err != nil {
-			return "", fmt.Errorf("build-helm.sh: %v\n%s", err, out)
-		}
+		return "", fmt.Errorf("%w: %s is missing; bash deploy/helm/build-helm.sh builds it (CI=true fails without it)", errNoHelm, bin)
 	}
 	got, err := exec.Command(bin, "version", "--template", "{{.Version}}").Output()
 	if err != nil {

@@ -58,7 +58,7 @@ type Config struct {
 	// Profiling: --pprof, PPROF: also serve the Go runtime's profiles
 	// (net/http/pprof, httpserver.ProfileRoutes) on the metrics listener,
 	// for go tool pprof and for refreshing the profiles the binaries are
-	// built with (default.pgo). Off by default.
+	// built with (release.pgo). Off by default.
 	Profiling bool
 	// ShutdownDelay: --shutdown-delay, SHUTDOWN_DELAY: on SIGTERM, how long
 	// the process keeps serving with /readyz answering 503 before its

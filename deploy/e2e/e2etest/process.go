@@ -72,16 +72,15 @@ var built struct {
 // and returns their directory.
 //
 // They are built with the test binaries' build configuration (cgo as this
-// machine has it, paths not trimmed, no build tags), not the Dockerfile's
-// (CGO_ENABLED=0 -trimpath -tags grpcnotrace): each of those settings
-// changes every package's build ID, so a build that used them compiled the
-// whole dependency tree a second time on a fresh machine. There, with an
-// empty build cache, the README's test command ran 21 min 55 s on two
-// cores, 4.5 min of it this build (deploy/docs and deploy/e2e/adminholes
-// waiting on it); with the tests' configuration the same build links only.
-// What the Dockerfile's settings change (a static binary; gRPC without its
-// trace pages) is tested on the shipped build: resourceserver's
-// TestBinaryLinksNoRendering and deploy/compose-ci.
+// machine has it, paths not trimmed, no build tags, no profile), not the
+// Dockerfile's (CGO_ENABLED=0 -trimpath -tags grpcnotrace -pgo): each of
+// those settings changes every package's build ID, so a build that used
+// them compiles the whole dependency tree once more on a fresh machine
+// (deploy/docs and deploy/e2e/adminholes waited minutes on it there);
+// with the tests' configuration the same build links only. What the
+// Dockerfile's settings change (a static binary; gRPC without its trace
+// pages; the release profiles) is tested on the shipped build:
+// resourceserver's TestBinaryLinksNoRendering and deploy/compose-ci.
 //
 // The directory is kept between runs, in the user's cache
 // (os.UserCacheDir), one per checkout: go build leaves a binary whose
