@@ -200,12 +200,16 @@ func token(t *testing.T, c *http.Client, base, id string) string {
 // 401 invalid_token, while the owner keeps working; direct (the servers
 // end TLS) and through the edge alike. Another CA's certificate, or
 // none, gets no token at all.
-func TestStolenBoundToken(t *testing.T) { stolenBoundToken(t, start(t)) }
+func TestStolenBoundToken(t *testing.T) {
+	t.Parallel() // every test has its own stack: ports, key prefix, CA
+	stolenBoundToken(t, start(t))
+}
 
 // TestStolenBoundTokenCluster is TestStolenBoundToken on a Redis Cluster
 // (long: it starts six redis-servers).
 func TestStolenBoundTokenCluster(t *testing.T) {
 	redistest.Long(t)
+	t.Parallel()
 	stolenBoundToken(t, startOn(t, redistest.StartCluster(t).URL()))
 }
 
@@ -262,6 +266,7 @@ func stolenBoundToken(t *testing.T, s *stack) {
 // certificate only: another certificate, or none, gets 401 invalid_token
 // in the problem shape.
 func TestCertificateBoundOperatorToken(t *testing.T) {
+	t.Parallel()
 	s := start(t)
 	var op struct {
 		ID     string `json:"client_id"`
@@ -299,6 +304,7 @@ func TestCertificateBoundOperatorToken(t *testing.T) {
 // got is dead at once, on both paths; the new certificate gets tokens for
 // the same client id.
 func TestRenamedCertificate(t *testing.T) {
+	t.Parallel()
 	s := start(t)
 	id := s.client(t, "old.ward.example")
 	old := s.httpClient(t, s.ca.Issue(clientcerttest.Names{CommonName: "ward", DNSNames: []string{"old.ward.example"}}))
@@ -332,6 +338,7 @@ func TestRenamedCertificate(t *testing.T) {
 // cert= each get a token by the certificate alone and call /me with it,
 // direct and through the edge.
 func TestRealClients(t *testing.T) {
+	t.Parallel()
 	s := start(t)
 	id := s.client(t, "lab.example")
 	cert := s.ca.Issue(clientcerttest.Names{CommonName: "lab", DNSNames: []string{"lab.example"}})
