@@ -36,6 +36,7 @@ func TestStore(t *testing.T) {
 	t.Parallel()
 	for _, b := range redistest.AllBackends(t) {
 		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel() // each backend is a Redis of its own, each test a prefix
 			conf, err := redisconn.ConfirmationOf(b.URL)
 			if err != nil {
 				t.Fatal(err)
@@ -56,6 +57,7 @@ func TestStore(t *testing.T) {
 			continue
 		}
 		t.Run(b.Name+"-autopipeline", func(t *testing.T) {
+			t.Parallel()
 			conf, err := redisconn.ConfirmationOf(b.URL)
 			if err != nil {
 				t.Fatal(err)
