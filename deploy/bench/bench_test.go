@@ -105,8 +105,8 @@ func TestQuickRun(t *testing.T) {
 // authcheck floor with --pgo-out and --profiles: each server serves its
 // profiles (PPROF), the ceiling too (--pprof-addr), the harness takes a
 // CPU profile of each run, and writes one merged profile per server where
-// the release build takes it (<dir>/<server>/release.pgo), holding the server's own
-// handlers. The report names the profiles the module's binaries were
+// the release build takes it (<dir>/<server>/release.pgo), holding the
+// server's own handlers. The report names the profiles the module's binaries were
 // built with: the ones committed beside their main packages. --profiles
 // keeps every run's profile, the floor's included, and the report tells
 // each scenario's CPU per request by part, and introspection's over its

@@ -115,9 +115,10 @@
 // resourceserver), for the run's --duration, and merges them per server
 // with go tool pprof -proto into DIR/authserver/release.pgo and
 // DIR/resourceserver/release.pgo: the profiles the release build
-// (deploy/Dockerfile, and this harness) gives go build -pgo. From the module's root, --pgo-out .
-// refreshes the committed ones. The report's settings name the profile
-// each binary under test was built with (go version -m).
+// (deploy/Dockerfile, and this harness) gives go build -pgo. From the
+// module's root, --pgo-out . refreshes the committed ones. The report's
+// settings name the profile each binary under test was built with (go
+// version -m).
 //
 // --profiles DIR takes a CPU profile of the process serving every run at
 // the largest registry (the servers through their PPROF listener, the

@@ -4,7 +4,6 @@ package helm
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -25,60 +24,39 @@ const (
 	namespace = "partner"
 )
 
-// helmBin is the pinned Helm binary, found once per test binary.
+// helmBin is the pinned Helm binary once it has been found and has said
+// its version, for the test binary's later helm runs.
 var helmBin struct {
-	once sync.Once
+	mu   sync.Mutex
 	path string
-	err  error
 }
-
-// errNoHelm is findHelm's answer when the pinned binary is not built.
-var errNoHelm = errors.New("the pinned Helm is not built")
 
 // helm returns the path of the Helm binary that deploy/helm/tool/go.mod
-// pins, in the user's cache (build-helm.sh puts it there). Without it the
-// test is skipped, as deploy/e2e/tracing is without its Jaeger: building
-// Helm and client-go takes minutes on two cores, more than a newcomer's
-// whole first run of the README's test command should. Under CI=true,
-// where .ci/run builds it first, its absence is a failure. The binary must
-// say it is the pinned version.
+// pins, in the user's cache (e2etest.ToolBinary: build-helm.sh puts it
+// there). Without it the test is skipped, as deploy/e2e/tracing is
+// without its Jaeger: building Helm and client-go takes minutes on two
+// cores, more than a newcomer's whole first run of the README's test
+// command should. Under CI=true, where .ci/run builds it first, its
+// absence is a failure. The binary must say it is the pinned version.
 func helm(t *testing.T) string {
 	t.Helper()
-	helmBin.once.Do(func() { helmBin.path, helmBin.err = findHelm(e2etest.RepoRoot(t)) })
-	if errors.Is(helmBin.err, errNoHelm) && os.Getenv("CI") != "true" {
-		t.Skip(helmBin.err)
+	helmBin.mu.Lock()
+	defer helmBin.mu.Unlock()
+	if helmBin.path != "" {
+		return helmBin.path
 	}
-	if helmBin.err != nil {
-		t.Fatal(helmBin.err)
-	}
-	return helmBin.path
-}
-
-func findHelm(repo string) (string, error) {
-	tool := filepath.Join(repo, toolDir)
-	list := exec.Command("go", "list", "-m", "-f", "{{.Version}}", "helm.sh/helm/v3")
-	list.Dir = tool
-	out, err := list.Output()
-	if err != nil {
-		return "", fmt.Errorf("the pinned Helm version (go list -m in %s): %v", toolDir, err)
-	}
-	version := strings.TrimSpace(string(out))
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(cache, "partnerapi", "helm-"+version, "helm")
-	if _, err := os.Stat(bin); errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("%w: %s is missing; bash deploy/helm/build-helm.sh builds it (CI=true fails without it)", errNoHelm, bin)
-	}
+	bin := e2etest.ToolBinary(t, toolDir, "helm.sh/helm/v3", "helm", "deploy/helm/build-helm.sh")
+	// ToolBinary's path ends in helm-VERSION/helm.
+	version := strings.TrimPrefix(filepath.Base(filepath.Dir(bin)), "helm-")
 	got, err := exec.Command(bin, "version", "--template", "{{.Version}}").Output()
 	if err != nil {
-		return "", fmt.Errorf("%s version: %v", bin, err)
+		t.Fatalf("%s version: %v", bin, err)
 	}
 	if strings.TrimSpace(string(got)) != version {
-		return "", fmt.Errorf("%s says it is Helm %s, the tool module pins %s: remove it and run build-helm.sh", bin, got, version)
+		t.Fatalf("%s says it is Helm %s, the tool module pins %s: remove it and run build-helm.sh", bin, got, version)
 	}
-	return bin, nil
+	helmBin.path = bin
+	return bin
 }
 
 // runHelm runs helm with args in the repository root and returns its
